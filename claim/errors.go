@@ -1,0 +1,62 @@
+package claim
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code classifies every error bd-claim reports. The CLI maps each code to an
+// exit status; library users switch on ErrorCode(err).
+type Code string
+
+// The error codes of the JSON contract.
+const (
+	EUnexpected   Code = "UNEXPECTED"          // a bug or an I/O failure nobody planned for
+	EInvalid      Code = "INVALID_ARGUMENT"    // bad flag, agent name, priority...
+	EBusy         Code = "SQLITE_BUSY"         // the database stayed locked past the timeout and retries
+	EWorkspace    Code = "WORKSPACE_NOT_FOUND" // no .beads directory could be found
+	EDBNotFound   Code = "DB_NOT_FOUND"        // a workspace without a database, or a missing --db file
+	ESchema       Code = "SCHEMA_INCOMPATIBLE" // Dolt, beads_rust, not SQLite, corrupt, missing columns
+	EAlready      Code = "ALREADY_CLAIMED"     // --id: someone else holds the issue
+	ENotClaimable Code = "NOT_CLAIMABLE"       // --id: the issue exists but is not ready
+	ENotFound     Code = "ISSUE_NOT_FOUND"     // --id: no such issue
+)
+
+// Error is a classified error with a message written for the person or
+// agent that has to act on it.
+type Error struct {
+	Code    Code
+	Message string
+	// Holder names the agent that holds the issue, for EAlready.
+	Holder string
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Errorf builds an *Error.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err, EUnexpected for unclassified errors and
+// "" for nil.
+func ErrorCode(err error) Code {
+	var e *Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &e):
+		return e.Code
+	default:
+		return EUnexpected
+	}
+}
+
+// ErrorMessage returns the message of a classified error, or err's text.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,170 @@
+package claim
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/bdclaim/bd-claim/db"
+)
+
+// Version is a bd release, major.minor.patch.
+type Version [3]int
+
+// ParseVersion reads "0.49.6" (a leading v and a suffix after - or space are ignored).
+func ParseVersion(s string) (Version, bool) {
+	var v Version
+	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
+	if i := strings.IndexAny(s, "- +"); i >= 0 {
+		s = s[:i]
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 {
+		return v, false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return v, false
+		}
+		v[i] = n
+	}
+	return v, true
+}
+
+// AtLeast reports whether v >= major.minor.patch.
+func (v Version) AtLeast(major, minor, patch int) bool {
+	w := Version{major, minor, patch}
+	for i := range v {
+		if v[i] != w[i] {
+			return v[i] > w[i]
+		}
+	}
+	return true
+}
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]) }
+
+// Features is what bd-claim learns about a database before it touches it:
+// the bd version that last wrote it and the columns it really has.
+type Features struct {
+	Version           Version
+	Issues            map[string]bool // columns of issues
+	ExcludeIDPatterns []string        // bd ready's id exclusions for this version and config
+}
+
+// requiredColumns are the columns a claim reads or writes, per table.
+var requiredColumns = map[string][]string{
+	"issues": {"id", "content_hash", "title", "description", "design", "acceptance_criteria", "notes",
+		"status", "priority", "issue_type", "assignee", "created_at", "updated_at", "external_ref"},
+	"labels":               {"issue_id", "label"},
+	"dependencies":         {"issue_id", "depends_on_id", "type"},
+	"blocked_issues_cache": {"issue_id"},
+	"events":               {"issue_id", "event_type", "actor", "old_value", "new_value", "comment", "created_at"},
+	"dirty_issues":         {"issue_id", "marked_at"},
+	"metadata":             {"key", "value"},
+	"config":               {"key", "value"},
+}
+
+// Oldest and newest bd releases whose SQLite workspaces bd-claim writes.
+var (
+	minVersion = Version{0, 27, 0}
+	maxVersion = Version{0, 50, 99}
+)
+
+// DetectFeatures checks that conn is a Beads SQLite database bd-claim can
+// write faithfully and returns its features. Extra unknown columns are fine;
+// a missing one is SCHEMA_INCOMPATIBLE.
+func DetectFeatures(ctx context.Context, conn db.DBTX) (Features, error) {
+	q := db.New()
+	feat := Features{}
+	for table, need := range requiredColumns {
+		list, err := q.SchemaColumns(ctx, conn, table)
+		if err != nil {
+			return feat, classify(err, "read the schema")
+		}
+		cols := setOf(strings.Split(list, ","))
+		for _, c := range need {
+			if !cols[c] {
+				return feat, Errorf(ESchema, "table %s has no column %s: not a Beads SQLite database bd-claim knows", table, c)
+			}
+		}
+		if table == "issues" {
+			feat.Issues = cols
+		}
+		if table == "blocked_issues_cache" && cols["blocked_by"] {
+			return feat, Errorf(ESchema, "this database was last written by beads_rust (br), whose blocked_issues_cache differs from bd's; open it with bd first")
+		}
+	}
+	text, err := q.MetadataGet(ctx, conn, "bd_version")
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return feat, classify(err, "read metadata.bd_version")
+	}
+	v, ok := ParseVersion(text)
+	if !ok {
+		return feat, Errorf(ESchema, "metadata.bd_version is %q: bd-claim needs the bd version that wrote the database (run any bd command on it once)", text)
+	}
+	if !v.AtLeast(minVersion[0], minVersion[1], minVersion[2]) || v.AtLeast(maxVersion[0], maxVersion[1]+1, 0) {
+		return feat, Errorf(ESchema, "bd %s wrote this database; bd-claim supports SQLite workspaces of bd %s to %d.%d.x", v, minVersion, maxVersion[0], maxVersion[1])
+	}
+	feat.Version = v
+	patterns, err := q.ConfigGet(ctx, conn, "ready.exclude_id_patterns")
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return feat, classify(err, "read config")
+	}
+	feat.ExcludeIDPatterns = excludeIDPatterns(v, patterns)
+	return feat, nil
+}
+
+// excludeIDPatterns is bd ready's id filter: none before v0.47.2, then the
+// configured comma-separated list, or the version's default.
+func excludeIDPatterns(v Version, configured string) []string {
+	if !v.AtLeast(0, 47, 2) {
+		return nil
+	}
+	var out []string
+	for _, p := range strings.Split(configured, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	switch {
+	case len(out) > 0:
+		return out
+	case v.AtLeast(0, 49, 0):
+		return []string{"-mol-", "-wisp-"}
+	default:
+		return []string{"-wisp-"}
+	}
+}
+
+// classify turns a driver error into a coded error whose message says what
+// to do, keeping the driver's text as detail.
+func classify(err error, doing string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	switch db.Code(err) {
+	case db.CodeBusy, db.CodeLocked:
+		return Errorf(EBusy, "could not %s: the database stayed locked by another writer; retry later or raise --timeout-ms (%v)", doing, err)
+	case db.CodeNotADB:
+		return Errorf(ESchema, "could not %s: the file is not a SQLite database (%v)", doing, err)
+	case db.CodeCorrupt:
+		return Errorf(ESchema, "could not %s: the database file is corrupt; restore it or rebuild it with bd from issues.jsonl (%v)", doing, err)
+	case db.CodeCantOpen:
+		return Errorf(EDBNotFound, "could not %s: the database cannot be opened (%v)", doing, err)
+	}
+	return Errorf(EUnexpected, "could not %s: %v", doing, err)
+}
+
+func setOf(ss []string) map[string]bool {
+	m := make(map[string]bool, len(ss))
+	for _, s := range ss {
+		m[s] = true
+	}
+	return m
+}

@@ -1,0 +1,266 @@
+package claim
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+
+	"github.com/bdclaim/bd-claim/db"
+)
+
+// Issue is a claimed (or, in a dry run, claimable) issue as the JSON
+// contract shows it.
+type Issue struct {
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Status      string   `json:"status"`
+	Assignee    string   `json:"assignee"`
+	Priority    int      `json:"priority"`
+	IssueType   string   `json:"issue_type"`
+	Labels      []string `json:"labels"`
+	ContentHash string   `json:"content_hash"`
+	ExternalRef *string  `json:"external_ref"`
+	CreatedAt   string   `json:"created_at"`
+	UpdatedAt   string   `json:"updated_at"`
+}
+
+// Request is one claim.
+type Request struct {
+	Agent   string
+	Filters Filters
+	ID      string // claim this issue only (compare-and-swap); "" = the next ready one
+	DryRun  bool   // report what would be claimed, change nothing
+}
+
+// Options configure a Store.
+type Options struct {
+	// BusyTimeout is how long SQLite waits for another writer's lock
+	// before a try counts as busy (default 5s).
+	BusyTimeout time.Duration
+	// Retry bounds the tries after busy timeouts (default 3 tries, 25ms).
+	Retry db.Retry
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Store claims issues in one Beads database. Open it once, claim many times;
+// it is safe for concurrent use.
+type Store struct {
+	Workspace Workspace
+	Features  Features
+	conn      *sql.DB
+	q         *db.Queries
+	now       func() time.Time
+	retry     db.Retry
+}
+
+// Open checks the database at ws.DBPath and returns a Store on it. Nothing
+// is written and no file is created.
+func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.Retry.Attempts < 1 {
+		o.Retry = db.Retry{Attempts: 3, Backoff: 25 * time.Millisecond}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	conn := db.Open(ws.DBPath, o.BusyTimeout)
+	feat, err := DetectFeatures(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &Store{Workspace: ws, Features: feat, conn: conn, q: db.New(), now: o.Now, retry: o.Retry}, nil
+}
+
+// Close releases the database.
+func (s *Store) Close() error { return s.conn.Close() }
+
+// Claim claims one issue for req.Agent, or with req.DryRun only finds it.
+// A nil issue with a nil error means no issue is available. The row update,
+// its event and its dirty mark are written in one BEGIN IMMEDIATE
+// transaction, so they land together or not at all.
+func (s *Store) Claim(ctx context.Context, req Request) (*Issue, error) {
+	if err := ValidateAgent(req.Agent); err != nil {
+		return nil, err
+	}
+	if err := req.Filters.Validate(); err != nil {
+		return nil, err
+	}
+	spec := NewReadySpecification(s.Features, req.Agent, req.Filters, s.now())
+	if req.DryRun {
+		r, err := s.pick(ctx, s.conn, spec, req)
+		return r.issue(), classify(err, "find a ready issue")
+	}
+	var claimed *Issue
+	err := db.Tx(ctx, s.conn, s.retry, func(tx *sql.Tx) error {
+		r, err := s.pick(ctx, tx, spec, req)
+		if err == nil && r != nil && r.Issue.Status == "open" {
+			err = s.write(ctx, tx, r, req.Agent)
+		}
+		claimed = r.issue()
+		return err
+	})
+	if err != nil {
+		return nil, classify(err, "claim an issue")
+	}
+	return claimed, nil
+}
+
+// row is an issue as read for a claim: the contract's fields plus every
+// column that bd's content hash and event payload need.
+type row struct {
+	Issue
+	cols map[string]sql.NullString
+}
+
+func (r *row) issue() *Issue {
+	if r == nil {
+		return nil
+	}
+	return &r.Issue
+}
+
+// pick finds the issue req would claim: the first candidate of spec, or the
+// issue req.ID when spec admits it. An --id that spec refuses is explained.
+func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request) (*row, error) {
+	b := spec.candidates().Limit(1)
+	if req.ID != "" {
+		b = b.Where(sq.Eq{"i.id": req.ID})
+	}
+	var id string
+	if err := queryRow(ctx, conn, b).Scan(&id); errors.Is(err, sql.ErrNoRows) {
+		if req.ID == "" {
+			return nil, nil
+		}
+		return s.refuse(ctx, conn, spec, req)
+	} else if err != nil {
+		return nil, err
+	}
+	return s.read(ctx, conn, id)
+}
+
+// refuse says why issue req.ID cannot be claimed, or returns it unchanged
+// when req.Agent already holds it (an idempotent re-claim).
+func (s *Store) refuse(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request) (*row, error) {
+	st, err := s.q.IssueState(ctx, conn, req.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(ENotFound, "no issue %s in %s", req.ID, s.Workspace.DBPath)
+	} else if err != nil {
+		return nil, err
+	}
+	switch {
+	case st.Status == "in_progress" && st.Assignee == req.Agent:
+		return s.read(ctx, conn, req.ID)
+	case st.Assignee != "" && st.Assignee != req.Agent && (st.Status == "in_progress" || st.Status == "open"):
+		e := Errorf(EAlready, "issue %s is %s, held by %s", req.ID, st.Status, st.Assignee)
+		e.Holder = st.Assignee
+		return nil, e
+	}
+	verdicts := make([]any, len(spec.Rules))
+	for i := range verdicts {
+		verdicts[i] = new(int)
+	}
+	if err := queryRow(ctx, conn, spec.verdicts(req.ID)).Scan(verdicts...); err != nil {
+		return nil, err
+	}
+	var why []string
+	for i, r := range spec.Rules {
+		if *verdicts[i].(*int) == 0 {
+			if r.Name == "status" {
+				why = append(why, "its status is "+st.Status)
+			} else {
+				why = append(why, r.Reason)
+			}
+		}
+	}
+	return nil, Errorf(ENotClaimable, "issue %s is not claimable: %s", req.ID, strings.Join(why, "; "))
+}
+
+// read loads one issue with the columns this workspace's bd version hashes.
+// Every column is read as text (NULL stays NULL): bd's timestamps are text,
+// and the hash encodes numbers as decimal text anyway.
+func (s *Store) read(ctx context.Context, conn db.DBTX, id string) (*row, error) {
+	cols := s.Features.readColumns()
+	exprs := make([]string, len(cols))
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i, c := range cols {
+		exprs[i] = "CAST(" + c + " AS TEXT)"
+		ptrs[i] = &vals[i]
+	}
+	err := queryRow(ctx, conn, sq.Select(exprs...).From("issues").Where(sq.Eq{"id": id})).Scan(ptrs...)
+	if err != nil {
+		return nil, err
+	}
+	labels, err := s.q.IssueLabels(ctx, conn, id)
+	if err != nil {
+		return nil, err
+	}
+	r := &row{cols: make(map[string]sql.NullString, len(cols))}
+	for i, c := range cols {
+		r.cols[c] = vals[i]
+	}
+	_ = json.Unmarshal([]byte(labels), &r.Labels) // SQLite's json_group_array output
+	r.ID, r.Title, r.Status = r.text("id"), r.text("title"), r.text("status")
+	r.Assignee, r.IssueType, r.ContentHash = r.text("assignee"), r.text("issue_type"), r.text("content_hash")
+	r.CreatedAt, r.UpdatedAt = r.text("created_at"), r.text("updated_at")
+	r.Priority, _ = strconv.Atoi(r.text("priority")) // INTEGER NOT NULL CHECK 0..4
+	if ref := r.cols["external_ref"]; ref.Valid {
+		r.ExternalRef = &ref.String
+	}
+	return r, nil
+}
+
+// write claims r for agent the way bd writes a claim: the issue row with a
+// later updated_at and a recomputed content hash, one event, one dirty mark.
+func (s *Store) write(ctx context.Context, tx *sql.Tx, r *row, agent string) error {
+	updated := laterThan(s.now(), r.UpdatedAt).Format(time.RFC3339Nano)
+	oldValue := s.Features.eventOldValue(r)
+	r.cols["status"] = sql.NullString{String: "in_progress", Valid: true}
+	r.cols["assignee"] = sql.NullString{String: agent, Valid: true}
+	hash := s.Features.contentHash(r)
+	n, err := s.q.IssueClaim(ctx, tx, db.IssueClaimParams{
+		Agent: agent, UpdatedAt: updated, ContentHash: sql.NullString{String: hash, Valid: true}, ID: r.ID,
+	})
+	if err == nil && n != 1 {
+		err = Errorf(EUnexpected, "issue %s changed while bd-claim held the write lock", r.ID)
+	}
+	if err == nil {
+		newValue, _ := json.Marshal(map[string]string{"assignee": agent, "status": "in_progress"})
+		err = s.q.EventInsert(ctx, tx, db.EventInsertParams{
+			IssueID: r.ID, EventType: s.Features.claimEventType(), Actor: agent,
+			OldValue: sql.NullString{String: oldValue, Valid: true}, NewValue: sql.NullString{String: string(newValue), Valid: true},
+		})
+	}
+	if err == nil {
+		err = s.q.DirtyIssueMark(ctx, tx, db.DirtyIssueMarkParams{IssueID: r.ID, MarkedAt: updated})
+	}
+	r.Status, r.Assignee, r.ContentHash, r.UpdatedAt = "in_progress", agent, hash, updated
+	return err
+}
+
+// laterThan returns now, or just after prev when the clock has not moved
+// past it: bd's import keeps whichever copy has the newer updated_at.
+func laterThan(now time.Time, prev string) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, prev); err == nil && !now.After(t) {
+		return t.Add(time.Microsecond).In(now.Location())
+	}
+	return now
+}
+
+func (r *row) text(col string) string { return r.cols[col].String }
+
+// queryRow runs a squirrel query built by this package (always valid SQL).
+func queryRow(ctx context.Context, conn db.DBTX, b sq.SelectBuilder) *sql.Row {
+	query, args := b.MustSql()
+	return conn.QueryRowContext(ctx, query, args...)
+}

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/bdclaim/bd-claim/claim"
+)
+
+// runDemo builds a workspace from the vendored schema, lets concurrent
+// agents drain it, and checks that every ready issue was claimed exactly once.
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("bd-claim demo", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	agents := fs.Int("agents", 8, "concurrent claimers, each with its own connection")
+	issues := fs.Int("issues", 200, "issues in the generated workspace")
+	keep := fs.Bool("keep", false, "keep the workspace and print its path")
+	help := fs.BoolP("help", "h", false, "show this help")
+	err := fs.Parse(args)
+	switch {
+	case *help && err == nil:
+		fmt.Fprint(stdout, "Usage: bd-claim demo [--agents N] [--issues N] [--keep]\n\n"+fs.FlagUsages())
+		return ExitClaimed
+	case err == nil && (*agents < 1 || *agents > 256 || *issues < 1 || *issues > 100000):
+		err = fmt.Errorf("--agents must be 1-256 and --issues 1-100000")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bd-claim demo: %s: %v\n", claim.EInvalid, err)
+		return ExitInvalid
+	}
+	dir, err := os.MkdirTemp("", "bd-claim-demo-")
+	if err == nil {
+		if !*keep {
+			defer os.RemoveAll(dir)
+		}
+		err = demo(ctx, dir, *agents, *issues, stdout)
+	}
+	if *keep {
+		fmt.Fprintf(stdout, "workspace kept: %s (try: cd %s && bd ready, or sqlite3 .beads/beads.db)\n", dir, dir)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bd-claim demo: %v\n", err)
+		return ExitUnexpected
+	}
+	return ExitClaimed
+}
+
+func demo(ctx context.Context, dir string, agents, issues int, w io.Writer) error {
+	d, err := claim.CreateDemo(ctx, dir, issues, 1)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "workspace: %d issues, %d ready, %d blocked; %d agents racing\n", issues, len(d.Ready), len(d.Blocked), agents)
+	got := make([][]string, agents)
+	errs := make([]error, agents)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for a := range agents {
+		wg.Go(func() { got[a], errs[a] = drain(ctx, d.Workspace, fmt.Sprintf("agent-%d", a+1)) })
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	owner := map[string][]string{}
+	total := 0
+	for a, ids := range got {
+		if errs[a] != nil {
+			return fmt.Errorf("agent-%d: %w", a+1, errs[a])
+		}
+		total += len(ids)
+		for _, id := range ids {
+			owner[id] = append(owner[id], fmt.Sprintf("agent-%d", a+1))
+		}
+		fmt.Fprintf(w, "  agent-%-3d claimed %3d  %s\n", a+1, len(ids), preview(ids))
+	}
+	fmt.Fprintf(w, "%d claims in %v: %.0f claims/s\n", total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds())
+	var problems []string
+	for _, id := range d.Ready {
+		if len(owner[id]) != 1 {
+			problems = append(problems, fmt.Sprintf("%s claimed %d times %v", id, len(owner[id]), owner[id]))
+		}
+	}
+	for _, id := range d.Blocked {
+		if len(owner[id]) != 0 {
+			problems = append(problems, fmt.Sprintf("blocked %s was claimed by %v", id, owner[id]))
+		}
+	}
+	if total != len(d.Ready) {
+		problems = append(problems, fmt.Sprintf("%d claims for %d ready issues", total, len(d.Ready)))
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return fmt.Errorf("verdict: FAIL: %v", problems)
+	}
+	fmt.Fprintf(w, "verdict: PASS: every one of the %d ready issues was claimed exactly once; the %d blocked ones were left alone\n", len(d.Ready), len(d.Blocked))
+	return nil
+}
+
+// drain claims until nothing is left, with a connection of its own.
+func drain(ctx context.Context, ws claim.Workspace, agent string) ([]string, error) {
+	store, err := claim.Open(ctx, ws, claim.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	var ids []string
+	for {
+		iss, err := store.Claim(ctx, claim.Request{Agent: agent, Filters: claim.Filters{OnlyUnassigned: true}})
+		if err != nil || iss == nil {
+			return ids, err
+		}
+		ids = append(ids, iss.ID)
+	}
+}
+
+func preview(ids []string) string {
+	if len(ids) > 6 {
+		return fmt.Sprintf("%v ...", ids[:6])
+	}
+	return fmt.Sprint(ids)
+}

@@ -1,0 +1,30 @@
+package cli
+
+import "github.com/bdclaim/bd-claim/claim"
+
+// Exit statuses. Every path out of Run goes through this one table.
+const (
+	ExitClaimed    = 0 // claimed (or, with --dry-run, a candidate found)
+	ExitUnexpected = 1 // UNEXPECTED
+	ExitInvalid    = 2 // INVALID_ARGUMENT
+	ExitNoIssue    = 3 // no issue available for these filters
+	ExitBusy       = 4 // SQLITE_BUSY
+	ExitNotFound   = 5 // WORKSPACE_NOT_FOUND, DB_NOT_FOUND
+	ExitSchema     = 6 // SCHEMA_INCOMPATIBLE
+	ExitRefused    = 7 // ALREADY_CLAIMED, NOT_CLAIMABLE, ISSUE_NOT_FOUND
+)
+
+var exitCodes = map[claim.Code]int{
+	claim.EUnexpected:   ExitUnexpected,
+	claim.EInvalid:      ExitInvalid,
+	claim.EBusy:         ExitBusy,
+	claim.EWorkspace:    ExitNotFound,
+	claim.EDBNotFound:   ExitNotFound,
+	claim.ESchema:       ExitSchema,
+	claim.EAlready:      ExitRefused,
+	claim.ENotClaimable: ExitRefused,
+	claim.ENotFound:     ExitRefused,
+}
+
+// exitCode maps an error to its exit status.
+func exitCode(err error) int { return exitCodes[claim.ErrorCode(err)] }
