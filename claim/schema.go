@@ -145,8 +145,8 @@ func excludeIDPatterns(v Version, configured string) []string {
 // to do, keeping the driver's text as detail.
 func classify(err error, doing string) error {
 	var e *Error
-	if errors.As(err, &e) {
-		return e
+	if err == nil || errors.As(err, &e) {
+		return err
 	}
 	switch db.Code(err) {
 	case db.CodeBusy, db.CodeLocked:
