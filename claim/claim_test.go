@@ -3,10 +3,6 @@ package claim_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,99 +12,15 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
-type fixtureCase struct {
-	Key     string `json:"key"`
-	ID      string `json:"id"`
-	Status  string `json:"status"`
-	InReady bool   `json:"in_ready"`
-	WhyNot  string `json:"why_not"`
+func cases(t *testing.T, version string) map[string]claimtest.Case {
+	return claimtest.Cases(t, version)
 }
 
-func cases(t *testing.T, version string) map[string]fixtureCase {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtureDir(version), "cases.json"))
-	assert.NilError(t, err)
-	var list []fixtureCase
-	assert.NilError(t, json.Unmarshal(b, &list))
-	m := map[string]fixtureCase{}
-	for _, c := range list {
-		m[c.Key] = c
-	}
-	return m
-}
-
-func rawDB(t *testing.T, root string) *sql.DB {
-	t.Helper()
-	conn, err := sql.Open("sqlite", "file:"+filepath.Join(root, ".beads", "beads.db")+"?mode=rw")
-	assert.NilError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	return conn
-}
-
-// snapshot renders every row of every table, so that two snapshots show
-// exactly what a command changed.
-func snapshot(t *testing.T, conn *sql.DB) map[string][]string {
-	t.Helper()
-	tables, err := conn.Query("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
-	assert.NilError(t, err)
-	var names []string
-	for tables.Next() {
-		var n string
-		assert.NilError(t, tables.Scan(&n))
-		names = append(names, n)
-	}
-	assert.NilError(t, tables.Close())
-	snap := map[string][]string{}
-	for _, n := range names {
-		rows, err := conn.Query(fmt.Sprintf("SELECT * FROM %q", n))
-		assert.NilError(t, err)
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			assert.NilError(t, rows.Scan(ptrs...))
-			snap[n] = append(snap[n], fmt.Sprintf("%q", vals))
-		}
-		assert.NilError(t, rows.Close())
-		slices.Sort(snap[n])
-	}
-	return snap
-}
-
-// diff lists the rows only in a and only in b, per table.
-func diff(a, b map[string][]string) map[string][2][]string {
-	out := map[string][2][]string{}
-	for _, t := range slices.Sorted(func(yield func(string) bool) {
-		for k := range a {
-			yield(k)
-		}
-		for k := range b {
-			if _, ok := a[k]; !ok {
-				yield(k)
-			}
-		}
-	}) {
-		var onlyA, onlyB []string
-		for _, r := range a[t] {
-			if !slices.Contains(b[t], r) {
-				onlyA = append(onlyA, r)
-			}
-		}
-		for _, r := range b[t] {
-			if !slices.Contains(a[t], r) {
-				onlyB = append(onlyB, r)
-			}
-		}
-		if onlyA != nil || onlyB != nil {
-			out[t] = [2][]string{onlyA, onlyB}
-		}
-	}
-	return out
+func snapshot(t *testing.T, root string) map[string][]string {
+	return claimtest.Snapshot(t, claimtest.DBPath(root))
 }
 
 // A claim writes what bd writes and nothing else: the issue row (status,
@@ -118,8 +30,8 @@ func TestClaimFootprint(t *testing.T) {
 	for v, eventType := range map[string]string{"0.27.2": "status_changed", "0.47.1": "status_changed", "0.49.6": "claimed"} {
 		t.Run(v, func(t *testing.T) {
 			root := fixture(t, v)
-			conn := rawDB(t, root)
-			before := snapshot(t, conn)
+			conn := claimtest.Open(t, claimtest.DBPath(root))
+			before := snapshot(t, root)
 			var oldUpdated, oldHash string
 			id := expectedClaims(t, v, claim.SortPriority)[0]
 			assert.NilError(t, conn.QueryRow("SELECT CAST(updated_at AS TEXT), content_hash FROM issues WHERE id = ?", id).Scan(&oldUpdated, &oldHash))
@@ -128,9 +40,9 @@ func TestClaimFootprint(t *testing.T) {
 			iss, err := s.Claim(context.Background(), claim.Request{Agent: "footprint-agent"})
 			assert.NilError(t, err)
 			assert.Equal(t, iss.ID, id)
-			after := snapshot(t, conn)
+			after := snapshot(t, root)
 
-			d := diff(before, after)
+			d := claimtest.Diff(before, after)
 			assert.DeepEqual(t, slices.Sorted(func(yield func(string) bool) {
 				for k := range d {
 					yield(k)
@@ -183,7 +95,7 @@ func TestClaimUpdatedAtAlwaysIncreases(t *testing.T) {
 	iss, err := s.Claim(context.Background(), claim.Request{Agent: "a"})
 	assert.NilError(t, err)
 	var created string
-	assert.NilError(t, rawDB(t, root).QueryRow("SELECT CAST(created_at AS TEXT) FROM issues WHERE id = ?", iss.ID).Scan(&created))
+	assert.NilError(t, claimtest.Open(t, claimtest.DBPath(root)).QueryRow("SELECT CAST(created_at AS TEXT) FROM issues WHERE id = ?", iss.ID).Scan(&created))
 	c, _ := time.Parse(time.RFC3339Nano, created)
 	u, err := time.Parse(time.RFC3339Nano, iss.UpdatedAt)
 	assert.NilError(t, err)
@@ -255,32 +167,22 @@ func TestClaimByIDIdempotent(t *testing.T) {
 	first, err := s.Claim(ctx, claim.Request{Agent: "agent-a", ID: id})
 	assert.NilError(t, err)
 	assert.Equal(t, first.Status, "in_progress")
-	before := snapshot(t, rawDB(t, root))
+	before := snapshot(t, root)
 	again, err := s.Claim(ctx, claim.Request{Agent: "agent-a", ID: id})
 	assert.NilError(t, err)
 	assert.DeepEqual(t, again, first)
-	assert.DeepEqual(t, snapshot(t, rawDB(t, root)), before)
+	assert.DeepEqual(t, snapshot(t, root), before)
 	_, err = s.Claim(ctx, claim.Request{Agent: "agent-b", ID: id})
 	assert.Equal(t, claim.ErrorCode(err), claim.EAlready)
 	assert.ErrorContains(t, err, "held by agent-a")
 }
 
-type listed struct {
-	ID        string   `json:"id"`
-	Status    string   `json:"status"`
-	Assignee  string   `json:"assignee"`
-	Priority  int      `json:"priority"`
-	IssueType string   `json:"issue_type"`
-	Labels    []string `json:"labels"`
-}
+type listed = claimtest.Listed
 
 // Each filter claims exactly the issues of bd's own ready list that pass it,
 // in bd's order.
 func TestFiltersAgainstBdReady(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(fixtureDir("0.49.6"), "expected-ready-priority.json"))
-	assert.NilError(t, err)
-	var ready []listed
-	assert.NilError(t, json.Unmarshal(b, &ready))
+	ready := claimtest.BdReady(t, "0.49.6", "priority")
 	c := cases(t, "0.49.6")
 	high := 1
 	children := map[string]bool{c["P_EPIC_OPEN_C1"].ID: true, c["P_EPIC_OPEN_C2"].ID: true}

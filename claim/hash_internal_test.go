@@ -4,27 +4,17 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"io"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"gotest.tools/v3/assert"
+
+	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
 // openFixture opens a private copy of a bd-made fixture database.
 func openFixture(t *testing.T, version string) *Store {
 	t.Helper()
-	dir := t.TempDir()
-	src, err := os.Open(filepath.Join("..", "testdata", "fixtures", "bd-v"+version, "beads.db"))
-	assert.NilError(t, err)
-	defer src.Close()
-	dst, err := os.Create(filepath.Join(dir, "beads.db"))
-	assert.NilError(t, err)
-	_, err = io.Copy(dst, src)
-	assert.NilError(t, err)
-	assert.NilError(t, dst.Close())
-	s, err := Open(context.Background(), Workspace{DBPath: filepath.Join(dir, "beads.db")}, Options{})
+	s, err := Open(context.Background(), Workspace{DBPath: claimtest.DBPath(claimtest.Fixture(t, version))}, Options{})
 	assert.NilError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s

@@ -1,0 +1,219 @@
+// Package claimtest builds and inspects Beads workspaces for tests: copies of
+// the real bd-made fixtures in testdata/fixtures, and snapshots of every row
+// so a test can prove what a command changed and what it left alone.
+package claimtest
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite" // the driver behind sql.Open("sqlite")
+)
+
+// Versions are the bd releases whose real workspaces are in testdata/fixtures.
+var Versions = []string{"0.27.2", "0.47.1", "0.49.6"}
+
+// Root is the repository root.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// FixtureDir is the directory of one fixture.
+func FixtureDir(version string) string {
+	return filepath.Join(Root(), "testdata", "fixtures", "bd-v"+version)
+}
+
+// Fixture copies a bd-made workspace into a new temp dir (SQLite must be able
+// to create -wal/-shm files beside the database) and returns the workspace
+// root; the database is Root/.beads/beads.db.
+func Fixture(t testing.TB, version string) string {
+	t.Helper()
+	dir := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(dir, ".beads"), 0o755))
+	for _, f := range []string{"beads.db", "metadata.json", "config.yaml"} {
+		CopyFile(t, filepath.Join(FixtureDir(version), f), filepath.Join(dir, ".beads", f))
+	}
+	return dir
+}
+
+// DBPath is the database of a workspace made by Fixture.
+func DBPath(root string) string { return filepath.Join(root, ".beads", "beads.db") }
+
+// CopyFile copies one file.
+func CopyFile(t testing.TB, from, to string) {
+	t.Helper()
+	src, err := os.Open(from)
+	must(t, err)
+	defer src.Close()
+	dst, err := os.Create(to)
+	must(t, err)
+	_, err = io.Copy(dst, src)
+	must(t, err)
+	must(t, dst.Close())
+}
+
+// Open opens a database for inspection, outside the code under test.
+func Open(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	conn, err := sql.Open("sqlite", "file:"+path+"?mode=rw&_pragma=busy_timeout(10000)")
+	must(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// Snapshot renders every row of every table, sorted, so that two snapshots
+// show exactly what happened in between.
+func Snapshot(t testing.TB, path string) map[string][]string {
+	t.Helper()
+	conn := Open(t, path)
+	defer conn.Close()
+	var names []string
+	rows, err := conn.Query("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+	must(t, err)
+	for rows.Next() {
+		var n string
+		must(t, rows.Scan(&n))
+		names = append(names, n)
+	}
+	must(t, rows.Close())
+	snap := map[string][]string{}
+	for _, n := range names {
+		rows, err := conn.Query(fmt.Sprintf("SELECT * FROM %q", n))
+		must(t, err)
+		cols, _ := rows.Columns()
+		for i, c := range cols {
+			cols[i] = fmt.Sprintf("quote(%q)", c)
+		}
+		must(t, rows.Close())
+		rows, err = conn.Query(fmt.Sprintf("SELECT %s FROM %q", strings.Join(cols, " || ',' || "), n))
+		must(t, err)
+		for rows.Next() {
+			var r string
+			must(t, rows.Scan(&r))
+			snap[n] = append(snap[n], r)
+		}
+		must(t, rows.Close())
+		slices.Sort(snap[n])
+	}
+	return snap
+}
+
+// Diff lists, per table that changed, the rows only in a and only in b.
+func Diff(a, b map[string][]string) map[string][2][]string {
+	out := map[string][2][]string{}
+	tables := map[string]bool{}
+	for k := range a {
+		tables[k] = true
+	}
+	for k := range b {
+		tables[k] = true
+	}
+	for t := range tables {
+		var onlyA, onlyB []string
+		for _, r := range a[t] {
+			if !slices.Contains(b[t], r) {
+				onlyA = append(onlyA, r)
+			}
+		}
+		for _, r := range b[t] {
+			if !slices.Contains(a[t], r) {
+				onlyB = append(onlyB, r)
+			}
+		}
+		if onlyA != nil || onlyB != nil {
+			out[t] = [2][]string{onlyA, onlyB}
+		}
+	}
+	return out
+}
+
+// Listed is an issue as `bd ready --json` prints it.
+type Listed struct {
+	ID        string   `json:"id"`
+	Status    string   `json:"status"`
+	Assignee  string   `json:"assignee"`
+	Priority  int      `json:"priority"`
+	IssueType string   `json:"issue_type"`
+	Labels    []string `json:"labels"`
+}
+
+// BdReady is bd's own `bd ready --json --sort SORT` output for a fixture.
+func BdReady(t testing.TB, version, sort string) []Listed {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(FixtureDir(version), "expected-ready-"+sort+".json"))
+	must(t, err)
+	var ready []Listed
+	must(t, json.Unmarshal(b, &ready))
+	return ready
+}
+
+// Claimable is bd ready's order for a sort, keeping the issues a fresh agent
+// may claim: open and unassigned (bd ready also lists pre-assigned and,
+// before v0.49.4, in_progress issues).
+func Claimable(t testing.TB, version, sort string) []string {
+	t.Helper()
+	var ids []string
+	for _, r := range BdReady(t, version, sort) {
+		if r.Status == "open" && r.Assignee == "" {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
+}
+
+// ReadyTime is when bd ready ran for a fixture: "now" for the hybrid order.
+func ReadyTime(t testing.TB, version string) time.Time {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(FixtureDir(version), "build-info.txt"))
+	must(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "ready_outputs_taken_at_utc: "); ok {
+			at, err := time.Parse(time.RFC3339, v)
+			must(t, err)
+			return at
+		}
+	}
+	t.Fatal("no ready_outputs_taken_at_utc in build-info.txt")
+	return time.Time{}
+}
+
+// Case is one fixture issue, looked up by its case key (ids change with
+// every fixture build).
+type Case struct {
+	Key     string `json:"key"`
+	ID      string `json:"id"`
+	Status  string `json:"status"`
+	InReady bool   `json:"in_ready"`
+	WhyNot  string `json:"why_not"`
+}
+
+// Cases maps case keys to issues for a fixture.
+func Cases(t testing.TB, version string) map[string]Case {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(FixtureDir(version), "cases.json"))
+	must(t, err)
+	var list []Case
+	must(t, json.Unmarshal(b, &list))
+	m := map[string]Case{}
+	for _, c := range list {
+		m[c.Key] = c
+	}
+	return m
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,60 @@
+package cli_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/icmd"
+
+	"github.com/bdclaim/bd-claim/claim/claimtest"
+)
+
+// binary is bd-claim built with coverage; coverDir collects its counters
+// (the directory `make test` passes as -test.gocoverdir, so the built
+// binary's coverage joins the unit tests').
+var binary, coverDir string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	tmp, err := os.MkdirTemp("", "bd-claim-test-")
+	if err != nil {
+		panic(err)
+	}
+	coverDir = flag.Lookup("test.gocoverdir").Value.String()
+	if coverDir == "" {
+		coverDir = filepath.Join(tmp, "cover")
+		_ = os.Mkdir(coverDir, 0o755)
+	}
+	binary = filepath.Join(tmp, "bd-claim")
+	pkgs, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", claimtest.Root()).Output()
+	if err != nil {
+		panic(err)
+	}
+	var own []string
+	for _, p := range strings.Fields(string(pkgs)) {
+		if strings.HasPrefix(p, "github.com/bdclaim/bd-claim") {
+			own = append(own, p)
+		}
+	}
+	build := exec.Command("go", "build", "-race", "-cover", "-coverpkg="+strings.Join(own, ","), "-o", binary, ".")
+	build.Dir = claimtest.Root()
+	if out, err := build.CombinedOutput(); err != nil {
+		panic(fmt.Sprintf("go build: %v\n%s", err, out))
+	}
+	code := m.Run()
+	os.RemoveAll(tmp)
+	os.Exit(code)
+}
+
+// run runs the built bd-claim in dir with exactly the environment given
+// (plus GOCOVERDIR), so the caller's BD_ACTOR, BEADS_DIR... never leak in.
+func run(t *testing.T, dir string, env []string, args ...string) *icmd.Result {
+	t.Helper()
+	cmd := icmd.Command(binary, args...)
+	return icmd.RunCmd(cmd, icmd.Dir(dir), icmd.WithEnv(append([]string{"GOCOVERDIR=" + coverDir, "TZ=UTC"}, env...)...))
+}
