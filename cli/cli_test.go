@@ -1,0 +1,349 @@
+package cli_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"gotest.tools/v3/golden"
+	"gotest.tools/v3/icmd"
+
+	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/claimtest"
+)
+
+type result struct {
+	Status string       `json:"status"`
+	Agent  string       `json:"agent"`
+	DryRun bool         `json:"dry_run"`
+	Issue  *claim.Issue `json:"issue"`
+	Error  *struct {
+		Code    claim.Code `json:"code"`
+		Message string     `json:"message"`
+		Holder  string     `json:"holder"`
+	} `json:"error"`
+}
+
+func decode(t *testing.T, r *icmd.Result) result {
+	t.Helper()
+	var out result
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout()), &out), "stdout: %q stderr: %q", r.Stdout(), r.Stderr())
+	return out
+}
+
+func fileSum(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	assert.NilError(t, err)
+	return fmt.Sprintf("%x", sha256.Sum256(b))
+}
+
+func TestHelp(t *testing.T) {
+	r := run(t, t.TempDir(), nil, "--help")
+	r.Assert(t, icmd.Success)
+	golden.Assert(t, r.Stdout(), "help.golden")
+	assert.Equal(t, r.Stderr(), "")
+	d := run(t, t.TempDir(), nil, "demo", "--help")
+	d.Assert(t, icmd.Success)
+	golden.Assert(t, d.Stdout(), "demo-help.golden")
+}
+
+func TestVersion(t *testing.T) {
+	run(t, t.TempDir(), nil, "version").Assert(t, icmd.Expected{Out: "bd-claim dev"})
+}
+
+// The JSON contract, byte for byte: a dry run on a real bd workspace, and a
+// claim (with its fresh updated_at masked).
+func TestJSONOutput(t *testing.T) {
+	root := claimtest.Fixture(t, "0.49.6")
+	dry := run(t, root, nil, "--agent", "backend-1", "--label", "backend", "--min-priority", "high", "--dry-run", "--pretty", "--quiet")
+	dry.Assert(t, icmd.Success)
+	golden.Assert(t, dry.Stdout(), "dry-run.golden")
+
+	got := run(t, root, nil, "--agent", "backend-1", "--label", "backend", "--quiet")
+	got.Assert(t, icmd.Success)
+	masked := regexp.MustCompile(`"updated_at":"[^"]+"`).ReplaceAllString(got.Stdout(), `"updated_at":"<now>"`)
+	golden.Assert(t, masked, "claim.golden")
+
+	none := run(t, root, nil, "--agent", "backend-1", "--label", "no-such-label", "--quiet")
+	none.Assert(t, icmd.Expected{ExitCode: 3})
+	golden.Assert(t, none.Stdout(), "none.golden")
+}
+
+func TestHumanOutput(t *testing.T) {
+	root := claimtest.Fixture(t, "0.49.6")
+	run(t, root, nil, "--agent", "h", "--human", "--dry-run", "--quiet").Assert(t, icmd.Expected{
+		Out: `would claim fx-old3 for h: "Old, 73h ago, P0" (P0 bug, labels backend,urgent)`})
+	run(t, root, nil, "--agent", "h", "--human", "--type", "epic", "--min-priority", "4", "--quiet").Assert(t, icmd.Expected{
+		Out: "claimed "})
+	run(t, root, nil, "--agent", "h", "--human", "--label", "nope", "--quiet").Assert(t, icmd.Expected{
+		ExitCode: 3, Out: "no ready issue for h matches these filters"})
+	r := run(t, root, nil, "--agent", "h", "--human", "--id", "fx-none", "--quiet")
+	r.Assert(t, icmd.Expected{ExitCode: 7, Err: "bd-claim: ISSUE_NOT_FOUND: no issue fx-none"})
+	assert.Equal(t, r.Stdout(), "")
+}
+
+// Logs are JSON lines on stderr, never on stdout; --quiet silences them.
+func TestLogs(t *testing.T) {
+	root := claimtest.Fixture(t, "0.49.6")
+	r := run(t, root, []string{"TRACE_ID=trace-123"}, "--agent", "logger", "--log-level", "debug")
+	r.Assert(t, icmd.Success)
+	decode(t, r)
+	var events []string
+	for _, line := range strings.Split(strings.TrimSpace(r.Stderr()), "\n") {
+		var rec map[string]any
+		assert.NilError(t, json.Unmarshal([]byte(line), &rec), line)
+		assert.Equal(t, rec["trace_id"], "trace-123")
+		events = append(events, rec["msg"].(string))
+		if rec["msg"] == "issue_claim_success" {
+			assert.Equal(t, rec["agent"], "logger")
+			assert.Assert(t, rec["duration_ms"].(float64) > 0)
+			assert.Assert(t, rec["filters"] != nil && rec["issue_id"] != "")
+			assert.Assert(t, !strings.Contains(line, "description") && !strings.Contains(line, "title"))
+		}
+	}
+	assert.DeepEqual(t, events, []string{"workspace_discovery", "issue_claim_success"})
+
+	r = run(t, root, []string{"OTEL_TRACE_ID=otel-1"}, "--agent", "logger", "--label", "none")
+	assert.Assert(t, is.Contains(r.Stderr(), `"msg":"issue_claim_no_issue"`))
+	assert.Assert(t, is.Contains(r.Stderr(), `"trace_id":"otel-1"`))
+	r = run(t, root, []string{"TRACE_ID=env"}, "--agent", "logger", "--id", "nope", "--trace-id", "flag")
+	assert.Assert(t, is.Contains(r.Stderr(), `"msg":"issue_claim_error"`))
+	assert.Assert(t, is.Contains(r.Stderr(), `"trace_id":"flag"`))
+	assert.Assert(t, is.Contains(r.Stderr(), `"code":"ISSUE_NOT_FOUND"`))
+
+	run(t, root, nil, "--agent", "logger", "--quiet").Assert(t, icmd.Expected{Err: icmd.None})
+	run(t, root, nil, "--agent", "logger", "--log-level", "error").Assert(t, icmd.Expected{Err: icmd.None})
+}
+
+func TestAgentFromBDActor(t *testing.T) {
+	root := claimtest.Fixture(t, "0.49.6")
+	r := run(t, root, []string{"BD_ACTOR=from-env"}, "--dry-run", "--quiet")
+	r.Assert(t, icmd.Success)
+	assert.Equal(t, decode(t, r).Agent, "from-env")
+	r = run(t, root, []string{"BD_ACTOR=from-env"}, "--agent", "from-flag", "--dry-run", "--quiet")
+	assert.Equal(t, decode(t, r).Agent, "from-flag")
+}
+
+// Every bad input gets its exit status and error code, and changes nothing:
+// the database keeps its bytes and no file appears.
+func TestBadInput(t *testing.T) {
+	type setup func(t *testing.T) (dir string, args []string)
+	fixtureWith := func(args ...string) setup {
+		return func(t *testing.T) (string, []string) { return claimtest.Fixture(t, "0.49.6"), args }
+	}
+	c := claimtest.Cases(t, "0.49.6")
+	for _, tc := range []struct {
+		name string
+		exit int
+		code claim.Code
+		msg  string
+		setup
+	}{
+		{"no agent", 2, claim.EInvalid, "agent name is empty", fixtureWith()},
+		{"control char in agent", 2, claim.EInvalid, "control character", fixtureWith("--agent", "a\tb")},
+		{"agent too long", 2, claim.EInvalid, "the limit is 64", fixtureWith("--agent", strings.Repeat("x", 65))},
+		{"unknown priority", 2, claim.EInvalid, `unknown priority "urgent"`, fixtureWith("--agent", "a", "--min-priority", "urgent")},
+		{"unknown flag", 2, claim.EInvalid, "unknown flag: --color", fixtureWith("--agent", "a", "--color")},
+		{"json and human", 2, claim.EInvalid, "--json and --human exclude each other", fixtureWith("--agent", "a", "--json", "--human")},
+		{"bad sort", 2, claim.EInvalid, `unknown sort "random"`, fixtureWith("--agent", "a", "--sort", "random")},
+		{"bad log level", 2, claim.EInvalid, "unknown --log-level", fixtureWith("--agent", "a", "--log-level", "trace")},
+		{"negative timeout", 2, claim.EInvalid, "--timeout-ms must be 0 or more", fixtureWith("--agent", "a", "--timeout-ms", "-1")},
+		{"stray argument", 2, claim.EInvalid, `unexpected argument "claim"`, fixtureWith("--agent", "a", "claim")},
+		{"empty label", 2, claim.EInvalid, "empty value", fixtureWith("--agent", "a", "--label", "")},
+		{"hostile label", 3, "", "", fixtureWith("--agent", "a", "--label", "x'); DROP TABLE issues; --")},
+		{"hostile agent", 0, "", "", fixtureWith("--agent", "a'); DROP TABLE issues; --", "--dry-run")},
+		{"unknown id", 7, claim.ENotFound, "no issue fx-none", fixtureWith("--agent", "a", "--id", "fx-none")},
+		{"id held by bob", 7, claim.EAlready, "held by bob", fixtureWith("--agent", "a", "--id", c["S_INPROG"].ID)},
+		{"id blocked", 7, claim.ENotClaimable, "blocked", fixtureWith("--agent", "a", "--id", c["B_BY_OPEN"].ID)},
+		{"no workspace", 5, claim.EWorkspace, "no .beads directory", func(t *testing.T) (string, []string) {
+			dir := t.TempDir()
+			assert.NilError(t, os.Mkdir(filepath.Join(dir, ".git"), 0o755))
+			return dir, []string{"--agent", "a"}
+		}},
+		{"workspace dir missing", 5, claim.EWorkspace, "does not exist", func(t *testing.T) (string, []string) {
+			return t.TempDir(), []string{"--agent", "a", "--workspace", "nowhere"}
+		}},
+		{"no database", 5, claim.EDBNotFound, "no database in", func(t *testing.T) (string, []string) {
+			dir := t.TempDir()
+			assert.NilError(t, os.Mkdir(filepath.Join(dir, ".beads"), 0o755))
+			return dir, []string{"--agent", "a"}
+		}},
+		{"--db missing", 5, claim.EDBNotFound, "does not exist", func(t *testing.T) (string, []string) {
+			return t.TempDir(), []string{"--agent", "a", "--db", "missing.db"}
+		}},
+		{"not sqlite", 6, claim.ESchema, "not a SQLite database", func(t *testing.T) (string, []string) {
+			dir := t.TempDir()
+			assert.NilError(t, os.WriteFile(filepath.Join(dir, "x.db"), []byte(strings.Repeat("not a database\n", 100)), 0o644))
+			return dir, []string{"--agent", "a", "--db", "x.db"}
+		}},
+		{"truncated", 6, claim.ESchema, "", func(t *testing.T) (string, []string) {
+			root := claimtest.Fixture(t, "0.49.6")
+			assert.NilError(t, os.Truncate(claimtest.DBPath(root), 16384))
+			return root, []string{"--agent", "a"}
+		}},
+		{"missing column", 6, claim.ESchema, "has no column design", func(t *testing.T) (string, []string) {
+			root := claimtest.Fixture(t, "0.49.6")
+			_, err := claimtest.Open(t, claimtest.DBPath(root)).Exec("ALTER TABLE issues DROP COLUMN design")
+			assert.NilError(t, err)
+			return root, []string{"--agent", "a"}
+		}},
+		{"dolt", 6, claim.ESchema, "Dolt workspace", func(t *testing.T) (string, []string) {
+			root := claimtest.Fixture(t, "0.49.6")
+			assert.NilError(t, os.WriteFile(filepath.Join(root, ".beads", "metadata.json"), []byte(`{"backend":"dolt","database":"beads.db"}`), 0o644))
+			return root, []string{"--agent", "a"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, args := tc.setup(t)
+			before := listFiles(t, dir)
+			var sums map[string]string
+			if db := filepath.Join(dir, ".beads", "beads.db"); fileExists(db) {
+				sums = map[string]string{db: fileSum(t, db)}
+			}
+			r := run(t, dir, nil, append(args, "--quiet")...)
+			r.Assert(t, icmd.Expected{ExitCode: tc.exit})
+			if slices.Contains(args, "--human") {
+				assert.Assert(t, is.Contains(r.Stderr(), fmt.Sprintf("bd-claim: %s: %s", tc.code, tc.msg)))
+				assert.Equal(t, r.Stdout(), "")
+				return
+			}
+			out := decode(t, r)
+			if tc.code != "" {
+				assert.Equal(t, out.Status, "error")
+				assert.Equal(t, out.Error.Code, tc.code)
+				assert.Assert(t, is.Contains(out.Error.Message, tc.msg))
+			}
+			for path, sum := range sums {
+				assert.Equal(t, fileSum(t, path), sum, "database changed")
+			}
+			assert.DeepEqual(t, listFiles(t, dir), before)
+		})
+	}
+}
+
+// listFiles lists the files under dir, SQLite's -wal/-shm side files aside.
+func listFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	assert.NilError(t, filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if !strings.HasSuffix(p, "-wal") && !strings.HasSuffix(p, "-shm") {
+			out = append(out, strings.TrimPrefix(p, dir))
+		}
+		return err
+	}))
+	return out
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// A database locked by another writer past --timeout-ms is SQLITE_BUSY (4),
+// after the retries, with nothing written.
+func TestBusy(t *testing.T) {
+	root := claimtest.Fixture(t, "0.49.6")
+	before := claimtest.Snapshot(t, claimtest.DBPath(root))
+	conn := claimtest.Open(t, claimtest.DBPath(root))
+	tx, err := conn.BeginTx(context.Background(), nil)
+	assert.NilError(t, err)
+	_, err = tx.Exec("UPDATE config SET value = value WHERE key = 'issue_prefix'") // take the write lock
+	assert.NilError(t, err)
+	r := run(t, root, nil, "--agent", "a", "--timeout-ms", "100", "--quiet")
+	r.Assert(t, icmd.Expected{ExitCode: 4})
+	out := decode(t, r)
+	assert.Equal(t, out.Error.Code, claim.EBusy)
+	assert.Assert(t, is.Contains(out.Error.Message, "raise --timeout-ms"))
+	assert.NilError(t, tx.Rollback())
+	assert.DeepEqual(t, claimtest.Snapshot(t, claimtest.DBPath(root)), before)
+}
+
+func TestDemo(t *testing.T) {
+	r := run(t, t.TempDir(), []string{"TMPDIR=" + t.TempDir()}, "demo", "--agents", "4", "--issues", "80", "--keep")
+	r.Assert(t, icmd.Success)
+	assert.Assert(t, is.Contains(r.Stdout(), "verdict: PASS"))
+	m := regexp.MustCompile(`workspace kept: (\S+)`).FindStringSubmatch(r.Stdout())
+	assert.Assert(t, m != nil, r.Stdout())
+	assert.Assert(t, fileExists(filepath.Join(m[1], ".beads", "beads.db")))
+	run(t, t.TempDir(), nil, "demo", "--agents", "0").Assert(t, icmd.Expected{ExitCode: 2, Err: "INVALID_ARGUMENT"})
+	run(t, t.TempDir(), nil, "demo", "--bogus").Assert(t, icmd.Expected{ExitCode: 2, Err: "unknown flag"})
+	run(t, t.TempDir(), []string{"TMPDIR=/nonexistent"}, "demo").Assert(t, icmd.Expected{ExitCode: 1, Err: "bd-claim demo:"})
+}
+
+// 32 OS processes race to drain one workspace: every ready issue is claimed
+// exactly once, no blocked one is touched, every exit is 0 or 3.
+func TestRacingProcesses(t *testing.T) {
+	dir := t.TempDir()
+	d, err := claim.CreateDemo(context.Background(), dir, 120, 7)
+	assert.NilError(t, err)
+	var mu sync.Mutex
+	owner := map[string][]string{}
+	exits := map[int]int{}
+	var wg sync.WaitGroup
+	for p := range 32 {
+		wg.Go(func() {
+			agent := fmt.Sprintf("racer-%d", p)
+			for {
+				r := run(t, dir, nil, "--agent", agent, "--only-unassigned", "--quiet", "--timeout-ms", "20000")
+				mu.Lock()
+				exits[r.ExitCode]++
+				if r.ExitCode == 0 {
+					id := decode(t, r).Issue.ID
+					owner[id] = append(owner[id], agent)
+				}
+				mu.Unlock()
+				if r.ExitCode != 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.DeepEqual(t, exits, map[int]int{0: len(d.Ready), 3: 32})
+	for _, id := range d.Ready {
+		assert.Equal(t, len(owner[id]), 1, "%s: %v", id, owner[id])
+	}
+	for _, id := range d.Blocked {
+		assert.Equal(t, len(owner[id]), 0, id)
+	}
+}
+
+// 16 processes race --id on one issue: exactly one wins, the others are
+// told who holds it.
+func TestRacingByID(t *testing.T) {
+	root := claimtest.Fixture(t, "0.49.6")
+	id := claimtest.Cases(t, "0.49.6")["A01"].ID
+	results := make([]*icmd.Result, 16)
+	var wg sync.WaitGroup
+	for p := range results {
+		wg.Go(func() {
+			results[p] = run(t, root, nil, "--agent", fmt.Sprintf("racer-%d", p), "--id", id, "--quiet", "--timeout-ms", "20000")
+		})
+	}
+	wg.Wait()
+	var winner string
+	for p, r := range results {
+		out := decode(t, r)
+		if r.ExitCode == 0 {
+			assert.Equal(t, winner, "", "two winners")
+			winner = fmt.Sprintf("racer-%d", p)
+			continue
+		}
+		assert.Equal(t, r.ExitCode, 7)
+		assert.Equal(t, out.Error.Code, claim.EAlready)
+	}
+	assert.Assert(t, winner != "")
+	for _, r := range results {
+		if r.ExitCode == 7 {
+			assert.Equal(t, decode(t, r).Error.Holder, winner)
+		}
+	}
+}
