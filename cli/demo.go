@@ -2,10 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,28 +59,54 @@ func demo(ctx context.Context, dir string, agents, issues int, w io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(w, "workspace: %d issues, %d ready, %d blocked; %d agents racing\n", issues, len(d.Ready), len(d.Blocked), agents)
-	got := make([][]string, agents)
+	start := time.Now()
+	got, err := race(ctx, d.Workspace, agents)
+	if err != nil {
+		return err
+	}
+	return report(w, d, got, time.Since(start))
+}
+
+// report prints who got what and the verdict, which is an error when the
+// drain went wrong.
+func report(w io.Writer, d claim.Demo, got [][]string, elapsed time.Duration) error {
+	total := 0
+	for a, ids := range got {
+		total += len(ids)
+		fmt.Fprintf(w, "  agent-%-3d claimed %3d  %s\n", a+1, len(ids), preview(ids))
+	}
+	fmt.Fprintf(w, "%d claims in %v: %.0f claims/s\n", total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds())
+	if problems := verdict(d, got); len(problems) > 0 {
+		return fmt.Errorf("verdict: FAIL: %s", strings.Join(problems, "; "))
+	}
+	fmt.Fprintf(w, "verdict: PASS: every one of the %d ready issues was claimed exactly once; the %d blocked ones were left alone\n", len(d.Ready), len(d.Blocked))
+	return nil
+}
+
+// race runs agents concurrent claimers, each with its own connection, until
+// nothing is left; got[a] lists what agent a+1 claimed.
+func race(ctx context.Context, ws claim.Workspace, agents int) (got [][]string, err error) {
+	got = make([][]string, agents)
 	errs := make([]error, agents)
 	var wg sync.WaitGroup
-	start := time.Now()
 	for a := range agents {
-		wg.Go(func() { got[a], errs[a] = drain(ctx, d.Workspace, fmt.Sprintf("agent-%d", a+1)) })
+		wg.Go(func() { got[a], errs[a] = drain(ctx, ws, fmt.Sprintf("agent-%d", a+1)) })
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	return got, errors.Join(errs...)
+}
+
+// verdict lists what went wrong in a drain: a ready issue not claimed
+// exactly once, a blocked issue claimed, or a claim of anything else.
+func verdict(d claim.Demo, got [][]string) []string {
 	owner := map[string][]string{}
 	total := 0
 	for a, ids := range got {
-		if errs[a] != nil {
-			return fmt.Errorf("agent-%d: %w", a+1, errs[a])
-		}
 		total += len(ids)
 		for _, id := range ids {
 			owner[id] = append(owner[id], fmt.Sprintf("agent-%d", a+1))
 		}
-		fmt.Fprintf(w, "  agent-%-3d claimed %3d  %s\n", a+1, len(ids), preview(ids))
 	}
-	fmt.Fprintf(w, "%d claims in %v: %.0f claims/s\n", total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds())
 	var problems []string
 	for _, id := range d.Ready {
 		if len(owner[id]) != 1 {
@@ -88,18 +115,13 @@ func demo(ctx context.Context, dir string, agents, issues int, w io.Writer) erro
 	}
 	for _, id := range d.Blocked {
 		if len(owner[id]) != 0 {
-			problems = append(problems, fmt.Sprintf("blocked %s was claimed by %v", id, owner[id]))
+			problems = append(problems, fmt.Sprintf("blocked %s claimed by %v", id, owner[id]))
 		}
 	}
 	if total != len(d.Ready) {
 		problems = append(problems, fmt.Sprintf("%d claims for %d ready issues", total, len(d.Ready)))
 	}
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		return fmt.Errorf("verdict: FAIL: %v", problems)
-	}
-	fmt.Fprintf(w, "verdict: PASS: every one of the %d ready issues was claimed exactly once; the %d blocked ones were left alone\n", len(d.Ready), len(d.Blocked))
-	return nil
+	return problems
 }
 
 // drain claims until nothing is left, with a connection of its own.
