@@ -102,7 +102,7 @@ func seedDemo(ctx context.Context, tx *sql.Tx, feat Features, n int, rnd *rand.R
 		case epic != "" && epic != id && rnd.IntN(100) < 40:
 			edge(epic, "parent-child")
 			blocked[id] = blocked[epic]
-		case len(ids) > 0 && rnd.IntN(100) < 15:
+		case len(ids) > 0 && rnd.IntN(100) < 20:
 			on := ids[rnd.IntN(len(ids))]
 			edge(on, "blocks")
 			blocked[id] = status[on] != "closed"

@@ -58,7 +58,7 @@ func demo(ctx context.Context, dir string, agents, issues int, w io.Writer) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "workspace: %d issues, %d ready, %d blocked; %d agents racing\n", issues, len(d.Ready), len(d.Blocked), agents)
+	fmt.Fprintf(w, "workspace: %d issues, %d ready, %d blocked; %d agents racing, each working 1ms per claimed issue\n", issues, len(d.Ready), len(d.Blocked), agents)
 	start := time.Now()
 	got, err := race(ctx, d.Workspace, agents)
 	if err != nil {
@@ -138,6 +138,7 @@ func drain(ctx context.Context, ws claim.Workspace, agent string) ([]string, err
 			return ids, err
 		}
 		ids = append(ids, iss.ID)
+		time.Sleep(time.Millisecond) // the agent works on it
 	}
 }
 
