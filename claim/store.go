@@ -41,7 +41,7 @@ type Request struct {
 // Options configure a Store.
 type Options struct {
 	// BusyTimeout is how long SQLite waits for another writer's lock
-	// before a try counts as busy (default 5s).
+	// before a try counts as busy: 0 means 5s, a negative value not at all.
 	BusyTimeout time.Duration
 	// Retry bounds the tries after busy timeouts (default 3 tries, 25ms).
 	Retry db.Retry
@@ -63,7 +63,7 @@ type Store struct {
 // Open checks the database at ws.DBPath and returns a Store on it. Nothing
 // is written and no file is created.
 func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
-	if o.BusyTimeout <= 0 {
+	if o.BusyTimeout == 0 {
 		o.BusyTimeout = 5 * time.Second
 	}
 	if o.Retry.Attempts < 1 {

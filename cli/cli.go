@@ -67,7 +67,7 @@ func claimFlags(o *options) *pflag.FlagSet {
 	fs.BoolVar(&o.json, "json", false, "JSON on stdout (the default)")
 	fs.BoolVar(&o.human, "human", false, "readable text instead of JSON")
 	fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON")
-	fs.IntVar(&o.timeoutMS, "timeout-ms", 5000, "wait this long for another writer's lock before retrying")
+	fs.IntVar(&o.timeoutMS, "timeout-ms", 5000, "wait this long for another writer's lock before retrying (0: do not wait)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level on stderr: debug|info|warn|error")
 	fs.BoolVar(&o.quiet, "quiet", false, "no logs on stderr")
 	fs.StringVar(&o.traceID, "trace-id", "", "trace id for the logs (default $TRACE_ID or $OTEL_TRACE_ID)")
@@ -142,7 +142,11 @@ func runClaim(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 }
 
 func claimOnce(ctx context.Context, ws claim.Workspace, o options) (*claim.Issue, error) {
-	store, err := claim.Open(ctx, ws, claim.Options{BusyTimeout: time.Duration(o.timeoutMS) * time.Millisecond})
+	timeout := time.Duration(o.timeoutMS) * time.Millisecond
+	if timeout == 0 {
+		timeout = -1 // do not wait at all
+	}
+	store, err := claim.Open(ctx, ws, claim.Options{BusyTimeout: timeout})
 	if err != nil {
 		return nil, err
 	}

@@ -262,6 +262,7 @@ func TestBusy(t *testing.T) {
 	out := decode(t, r)
 	assert.Equal(t, out.Error.Code, claim.EBusy)
 	assert.Assert(t, is.Contains(out.Error.Message, "raise --timeout-ms"))
+	run(t, root, nil, "--agent", "a", "--timeout-ms", "0", "--quiet").Assert(t, icmd.Expected{ExitCode: 4, Out: `"code":"SQLITE_BUSY"`})
 	assert.NilError(t, tx.Rollback())
 	assert.DeepEqual(t, claimtest.Snapshot(t, claimtest.DBPath(root)), before)
 }
