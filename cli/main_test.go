@@ -56,5 +56,5 @@ func TestMain(m *testing.M) {
 func run(t *testing.T, dir string, env []string, args ...string) *icmd.Result {
 	t.Helper()
 	cmd := icmd.Command(binary, args...)
-	return icmd.RunCmd(cmd, icmd.Dir(dir), icmd.WithEnv(append([]string{"GOCOVERDIR=" + coverDir, "TZ=UTC"}, env...)...))
+	return icmd.RunCmd(cmd, icmd.Dir(dir), icmd.WithEnv(append([]string{"GOCOVERDIR=" + coverDir, "TZ=UTC", "GORACE=atexit_sleep_ms=0"}, env...)...))
 }

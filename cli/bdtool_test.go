@@ -1,0 +1,187 @@
+package cli_test
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/icmd"
+
+	"github.com/bdclaim/bd-claim/claim/claimtest"
+)
+
+// bdVersions are the real bd releases the interop tests run against; their
+// binaries are built by `make bd` (scripts/build-bd.sh) into .bin/.
+var bdVersions = []string{"v0.47.1", "v0.49.6"}
+
+// bdTool runs one real bd release in one workspace, with a private
+// environment equivalent to scripts/bd-env.sh: a throwaway HOME with a git
+// identity and beads.role, no daemon, no pager or colour, UTC, a fixed actor.
+type bdTool struct {
+	t   *testing.T
+	bin string   // .bin/bd-v0.49.6
+	dir string   // the workspace: a git repository with .beads/
+	env []string // bd's whole environment
+}
+
+// bdWorkspace makes a new workspace with bd version: `git init`, then
+// `bd init --prefix bt`. bd runs as actor bd-test unless told otherwise (as).
+func bdWorkspace(t *testing.T, version string) *bdTool {
+	t.Helper()
+	bin := filepath.Join(claimtest.Root(), ".bin", "bd-"+version)
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("the real bd %s is missing (%v): run `make bd` (scripts/build-bd.sh %s) first", version, err, version)
+	}
+	home := t.TempDir()
+	gitconfig := "[user]\n\tname = bd-test\n\temail = bd-test@example.invalid\n" +
+		"[beads]\n\trole = maintainer\n[init]\n\tdefaultBranch = main\n"
+	assert.NilError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644))
+	b := &bdTool{t: t, bin: bin, dir: t.TempDir(), env: []string{
+		"HOME=" + home,
+		"PATH=" + os.Getenv("PATH"), // for git
+		"TZ=UTC",
+		// bd compiles its WASM SQLite into $XDG_CACHE_HOME/beads; share it between tests.
+		"XDG_CACHE_HOME=" + filepath.Join(claimtest.Root(), ".bin", "cache"),
+		"BEADS_NO_DAEMON=1", "BEADS_AUTO_START_DAEMON=false",
+		"BD_ACTOR=bd-test", "BD_NO_PAGER=1", "NO_COLOR=1",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=bd-test", "GIT_AUTHOR_EMAIL=bd-test@example.invalid",
+		"GIT_COMMITTER_NAME=bd-test", "GIT_COMMITTER_EMAIL=bd-test@example.invalid",
+	}}
+	icmd.RunCmd(icmd.Command("git", "init", "-q"), icmd.Dir(b.dir), icmd.WithEnv(b.env...)).Assert(t, icmd.Success)
+	b.ok("init", "--prefix", "bt", "--quiet", "--skip-hooks", "--skip-merge-driver")
+	return b
+}
+
+// as is the same bd acting as another actor (BD_ACTOR).
+func (b *bdTool) as(actor string) *bdTool {
+	c := *b
+	c.env = slices.Clone(b.env)
+	for i, kv := range c.env {
+		if strings.HasPrefix(kv, "BD_ACTOR=") {
+			c.env[i] = "BD_ACTOR=" + actor
+		}
+	}
+	return &c
+}
+
+// run runs bd --no-daemon ARGS in the workspace. Safe from any goroutine.
+func (b *bdTool) run(args ...string) *icmd.Result {
+	cmd := icmd.Command(b.bin, append([]string{"--no-daemon"}, args...)...)
+	return icmd.RunCmd(cmd, icmd.Dir(b.dir), icmd.WithEnv(b.env...))
+}
+
+// ok runs bd and requires exit status 0. bd also exits 0 on many per-issue
+// errors, so callers check what it printed or wrote too.
+func (b *bdTool) ok(args ...string) *icmd.Result {
+	b.t.Helper()
+	return b.run(args...).Assert(b.t, icmd.Success)
+}
+
+// json runs bd ARGS --json and decodes its stdout into v.
+func (b *bdTool) json(v any, args ...string) {
+	b.t.Helper()
+	r := b.ok(append(args, "--json")...)
+	assert.NilError(b.t, json.Unmarshal([]byte(r.Stdout()), v), "bd %s printed:\n%s", strings.Join(args, " "), r.Combined())
+}
+
+// bdIssue is an issue as bd's --json commands print it.
+type bdIssue struct {
+	ID        string   `json:"id"`
+	Title     string   `json:"title"`
+	Notes     string   `json:"notes"`
+	Status    string   `json:"status"`
+	Assignee  string   `json:"assignee"`
+	Priority  int      `json:"priority"`
+	IssueType string   `json:"issue_type"`
+	Labels    []string `json:"labels"`
+	UpdatedAt string   `json:"updated_at"`
+}
+
+// create runs bd create TITLE FLAGS and returns the new issue's id.
+func (b *bdTool) create(title string, flags ...string) string {
+	b.t.Helper()
+	var iss bdIssue
+	b.json(&iss, append([]string{"create", title}, flags...)...)
+	assert.Assert(b.t, iss.ID != "" && iss.Title == title, "bd create %q: %+v", title, iss)
+	return iss.ID
+}
+
+// show is bd show ID.
+func (b *bdTool) show(id string) bdIssue {
+	b.t.Helper()
+	var list []bdIssue
+	b.json(&list, "show", id)
+	assert.Assert(b.t, len(list) == 1 && list[0].ID == id, "bd show %s: %+v", id, list)
+	return list[0]
+}
+
+// ready is bd ready in bd's priority order, unabridged.
+func (b *bdTool) ready() []bdIssue {
+	b.t.Helper()
+	var list []bdIssue
+	b.json(&list, "ready", "--sort", "priority", "--limit", "1000")
+	return list
+}
+
+// export is bd export into a fresh file outside .beads/ (exporting into
+// .beads/issues.jsonl would change what bd auto-imports; bd also refuses to
+// overwrite a file holding issues the database lacks). It returns the file
+// and its lines by id.
+func (b *bdTool) export() (file string, byID map[string]map[string]any) {
+	b.t.Helper()
+	file = filepath.Join(b.t.TempDir(), "export.jsonl")
+	b.ok("export", "-o", file)
+	return file, jsonLines(b.t, file)
+}
+
+// jsonLines reads a bd JSONL file: each issue by id.
+func jsonLines(t *testing.T, file string) map[string]map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	assert.NilError(t, err)
+	byID := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var m map[string]any
+		assert.NilError(t, json.Unmarshal([]byte(line), &m), line)
+		byID[fmt.Sprint(m["id"])] = m
+	}
+	return byID
+}
+
+// db opens the workspace's database for inspection.
+func (b *bdTool) db() *sql.DB { return claimtest.Open(b.t, claimtest.DBPath(b.dir)) }
+
+type claimOutput = result
+
+// bdClaim runs bd-claim --json ARGS in dir and requires exit status want;
+// it returns the decoded output.
+func bdClaim(t *testing.T, dir string, want int, args ...string) claimOutput {
+	t.Helper()
+	r := run(t, dir, nil, append([]string{"--json", "--quiet"}, args...)...)
+	r.Assert(t, icmd.Expected{ExitCode: want})
+	var out claimOutput
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout()), &out), r.Combined())
+	return out
+}
+
+// dbIssue is what the database says of one issue (timestamps as the text
+// bd stored: the driver would otherwise parse DATETIME columns).
+type dbIssue struct {
+	Status, Assignee, ContentHash, UpdatedAt string
+}
+
+func readDBIssue(t *testing.T, conn *sql.DB, id string) dbIssue {
+	t.Helper()
+	var r dbIssue
+	err := conn.QueryRow(`SELECT status, COALESCE(assignee, ''), COALESCE(content_hash, ''), CAST(updated_at AS TEXT)
+		FROM issues WHERE id = ?`, id).Scan(&r.Status, &r.Assignee, &r.ContentHash, &r.UpdatedAt)
+	assert.NilError(t, err, "issue %s", id)
+	return r
+}
