@@ -20,10 +20,8 @@ type Demo struct {
 	Blocked   []string // open but blocked: none may be claimed
 }
 
-// CreateDemo writes a Beads workspace with n issues into dir/.beads: the
-// vendored schema, priorities skewed towards P2, about 30% labelled, blocks
-// edges and epics whose children inherit their blockage, and a few issues
-// already in progress or closed. The same seed gives the same workspace.
+// CreateDemo writes a Beads workspace with n issues into dir/.beads from the
+// vendored schema, seeded by SeedDemo.
 func CreateDemo(ctx context.Context, dir string, n int, seed uint64) (Demo, error) {
 	beads := filepath.Join(dir, ".beads")
 	path := filepath.Join(beads, "beads.db")
@@ -35,18 +33,30 @@ func CreateDemo(ctx context.Context, dir string, n int, seed uint64) (Demo, erro
 	}
 	conn := db.Open(path, 5*time.Second)
 	defer conn.Close()
-	q := db.New()
-	for k, v := range map[string]string{"bd_version": beadssql.SchemaVersion, "issue_prefix": "demo"} {
-		if err := q.SeedMetadataSet(ctx, conn, db.SeedMetadataSetParams{Key: k, Value: v}); err != nil {
-			return Demo{}, err
+	demo, err := SeedDemo(ctx, conn, n, seed)
+	demo.Workspace = Workspace{Root: dir, BeadsDir: beads, DBPath: path, Source: "demo"}
+	return demo, err
+}
+
+// SeedDemo fills an empty database made from the vendored schema, in one
+// transaction, with n issues: priorities skewed towards P2, about 30%
+// labelled, about 20% blocked through blocks edges and epics whose children
+// inherit their blockage, and a few issues already in progress or closed.
+// The same seed gives the same issues, labels and edges (timestamps are
+// relative to now, so that bd's hybrid order sees recent work).
+func SeedDemo(ctx context.Context, conn *sql.DB, n int, seed uint64) (Demo, error) {
+	var demo Demo
+	err := db.Tx(ctx, conn, db.Retry{Attempts: 1}, func(tx *sql.Tx) error {
+		q := db.New()
+		for _, kv := range [][2]string{{"bd_version", beadssql.SchemaVersion}, {"issue_prefix", "demo"}} {
+			if err := q.SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: kv[0], Value: kv[1]}); err != nil {
+				return err
+			}
 		}
-	}
-	feat, err := DetectFeatures(ctx, conn)
-	if err != nil {
-		return Demo{}, err
-	}
-	demo := Demo{Workspace: Workspace{Root: dir, BeadsDir: beads, DBPath: path, Source: "demo"}}
-	err = db.Tx(ctx, conn, db.Retry{Attempts: 1}, func(tx *sql.Tx) error {
+		feat, err := DetectFeatures(ctx, tx)
+		if err != nil {
+			return err
+		}
 		return seedDemo(ctx, tx, feat, n, rand.New(rand.NewPCG(seed, seed)), &demo)
 	})
 	return demo, err

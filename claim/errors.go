@@ -29,9 +29,14 @@ type Error struct {
 	Message string
 	// Holder names the agent that holds the issue, for EAlready.
 	Holder string
+	// Err is the underlying error, if any (a driver error, context.Canceled...).
+	Err error
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
 
 // Errorf builds an *Error.
 func Errorf(code Code, format string, args ...any) *Error {

@@ -148,17 +148,20 @@ func classify(err error, doing string) error {
 	if err == nil || errors.As(err, &e) {
 		return err
 	}
+	code, detail := EUnexpected, err.Error()
 	switch db.Code(err) {
 	case db.CodeBusy, db.CodeLocked:
-		return Errorf(EBusy, "could not %s: the database stayed locked by another writer; retry later or raise --timeout-ms (%v)", doing, err)
+		code, detail = EBusy, "the database stayed locked by another writer; retry later or raise --timeout-ms ("+detail+")"
 	case db.CodeNotADB:
-		return Errorf(ESchema, "could not %s: the file is not a SQLite database (%v)", doing, err)
+		code, detail = ESchema, "the file is not a SQLite database ("+detail+")"
 	case db.CodeCorrupt:
-		return Errorf(ESchema, "could not %s: the database file is corrupt; restore it or rebuild it with bd from issues.jsonl (%v)", doing, err)
+		code, detail = ESchema, "the database file is corrupt; restore it or rebuild it with bd from issues.jsonl ("+detail+")"
 	case db.CodeCantOpen:
-		return Errorf(EDBNotFound, "could not %s: the database cannot be opened (%v)", doing, err)
+		code, detail = EDBNotFound, "the database cannot be opened ("+detail+")"
 	}
-	return Errorf(EUnexpected, "could not %s: %v", doing, err)
+	e = Errorf(code, "could not %s: %s", doing, detail)
+	e.Err = err
+	return e
 }
 
 func setOf(ss []string) map[string]bool {

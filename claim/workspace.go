@@ -142,8 +142,10 @@ func readMetadata(dir string) (metadata, error) {
 // nor a # comment, a path relative to the directory holding .beads.
 func readRedirect(dir string) (string, bool, error) {
 	f, err := os.Open(filepath.Join(dir, "redirect"))
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
+	} else if err != nil {
+		return "", false, Errorf(EWorkspace, "cannot read %s: %v", filepath.Join(dir, "redirect"), err)
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)

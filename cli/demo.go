@@ -61,10 +61,10 @@ func demo(ctx context.Context, dir string, agents, issues int, w io.Writer) erro
 	fmt.Fprintf(w, "workspace: %d issues, %d ready, %d blocked; %d agents racing, each working 1ms per claimed issue\n", issues, len(d.Ready), len(d.Blocked), agents)
 	start := time.Now()
 	got, err := race(ctx, d.Workspace, agents)
-	if err != nil {
-		return err
+	if err == nil {
+		err = report(w, d, got, time.Since(start))
 	}
-	return report(w, d, got, time.Since(start))
+	return err
 }
 
 // report prints who got what and the verdict, which is an error when the

@@ -35,3 +35,10 @@ func TestReport(t *testing.T) {
 	assert.Error(t, err, "verdict: FAIL: a claimed 2 times [agent-1 agent-2]; b claimed 0 times []")
 	assert.Equal(t, preview([]string{"1", "2", "3", "4", "5", "6", "7"}), "[1 2 3 4 5 6] ...")
 }
+
+func TestDemoCannotCreateWorkspace(t *testing.T) {
+	var out strings.Builder
+	err := demo(context.Background(), "/dev/null/demo", 2, 10, &out)
+	assert.ErrorContains(t, err, "not a directory")
+	assert.Equal(t, out.String(), "")
+}

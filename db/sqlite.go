@@ -56,7 +56,7 @@ func IsBusy(err error) bool {
 // Retry bounds how often Tx runs a transaction again after SQLITE_BUSY.
 type Retry struct {
 	Attempts int           // total tries, at least 1
-	Backoff  time.Duration // pause after the first busy try; doubled each time, with ±50% jitter
+	Backoff  time.Duration // pause after the first busy try (at least 1ms); doubled each time up to 1s, with ±50% jitter
 }
 
 // Tx runs fn in one BEGIN IMMEDIATE transaction and commits it; any error
@@ -64,7 +64,7 @@ type Retry struct {
 // SQLite still reports busy after its busy_timeout, the whole transaction is
 // retried after an exponential, jittered pause, up to r.Attempts tries.
 func Tx(ctx context.Context, conn *sql.DB, r Retry, fn func(*sql.Tx) error) error {
-	pause := r.Backoff
+	pause := max(r.Backoff, time.Millisecond)
 	for try := 1; ; try++ {
 		err := tx(ctx, conn, fn)
 		if !IsBusy(err) || try >= r.Attempts {
@@ -77,7 +77,7 @@ func Tx(ctx context.Context, conn *sql.DB, r Retry, fn func(*sql.Tx) error) erro
 			return err
 		case <-t.C:
 		}
-		pause *= 2
+		pause = min(2*pause, time.Second)
 	}
 }
 

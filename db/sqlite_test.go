@@ -1,0 +1,515 @@
+package db_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/bdclaim/bd-claim/db"
+)
+
+// newDB creates a Beads database from the vendored schema in a temp dir.
+func newDB(t *testing.T, name string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	assert.NilError(t, db.Create(context.Background(), path))
+	return path
+}
+
+// open is db.Open with a cleanup.
+func open(t *testing.T, path string, busy time.Duration) *sql.DB {
+	t.Helper()
+	conn := db.Open(path, busy)
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func sum(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	assert.NilError(t, err)
+	return sha256.Sum256(b)
+}
+
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	assert.NilError(t, err)
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func count(t *testing.T, conn db.DBTX, query string, args ...any) int {
+	t.Helper()
+	var n int
+	assert.NilError(t, conn.QueryRowContext(context.Background(), query, args...).Scan(&n))
+	return n
+}
+
+func TestOpenNeverCreates(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "beads.db")
+	conn := open(t, path, time.Second)
+	err := conn.Ping()
+	assert.Equal(t, db.Code(err), db.CodeCantOpen, "%v", err)
+	_, err = conn.Exec("CREATE TABLE x (y)")
+	assert.Equal(t, db.Code(err), db.CodeCantOpen, "%v", err)
+	assert.NilError(t, conn.Close())
+	assert.Check(t, is.Len(names(t, dir), 0))
+}
+
+// File names that mean something in a URI still name the file.
+func TestOpenPathsNeedingEscapes(t *testing.T) {
+	for _, name := range []string{"with space.db", "what?mode=rwc.db", "hash#frag.db", "100%25 sure.db", "mixed ?#%&=+.db"} {
+		t.Run(name, func(t *testing.T) {
+			path := newDB(t, name)
+			dir := filepath.Dir(path)
+			assert.DeepEqual(t, names(t, dir), []string{name})
+			conn := open(t, path, time.Second)
+			assert.Assert(t, count(t, conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'issues'") == 1)
+			_, err := db.New().IssueLabels(context.Background(), conn, "x")
+			assert.NilError(t, err)
+			assert.NilError(t, conn.Close())
+			for _, n := range names(t, dir) {
+				assert.Assert(t, strings.HasPrefix(n, name), "stray file %q beside %q", n, name)
+			}
+		})
+	}
+}
+
+func TestCode(t *testing.T) {
+	assert.Equal(t, db.Code(nil), 0)
+	assert.Equal(t, db.Code(errors.New("not sqlite")), 0)
+	assert.Assert(t, !db.IsBusy(nil))
+	assert.Assert(t, !db.IsBusy(errors.New("database is locked")), "the text alone does not make an error busy")
+	assert.Assert(t, !db.IsBusy(context.Canceled))
+
+	path := newDB(t, "beads.db")
+	conn := open(t, path, time.Second)
+	_, err := conn.Exec("SELECT * FROM nope")
+	assert.Equal(t, db.Code(err), 1) // SQLITE_ERROR
+	assert.Assert(t, !db.IsBusy(err))
+	_, err = conn.Exec("INSERT INTO metadata (key, value) VALUES ('k', NULL)")
+	assert.Equal(t, db.Code(err), 19, "%v", err) // SQLITE_CONSTRAINT: the primary code of SQLITE_CONSTRAINT_NOTNULL
+	assert.Equal(t, db.Code(fmt.Errorf("wrapped: %w", err)), 19)
+}
+
+// A real SQLITE_BUSY: another connection holds BEGIN IMMEDIATE.
+func TestIsBusy(t *testing.T) {
+	ctx := context.Background()
+	path := newDB(t, "beads.db")
+	holder := open(t, path, time.Second)
+	lock, err := holder.BeginTx(ctx, nil)
+	assert.NilError(t, err)
+	defer lock.Rollback()
+
+	waiter := open(t, path, 20*time.Millisecond)
+	start := time.Now()
+	_, err = waiter.BeginTx(ctx, nil)
+	assert.Assert(t, time.Since(start) >= 20*time.Millisecond, "busy_timeout was not applied")
+	assert.Equal(t, db.Code(err), db.CodeBusy, "%v", err)
+	assert.Assert(t, db.IsBusy(err))
+	assert.Assert(t, db.IsBusy(fmt.Errorf("claim: %w", err)))
+
+	// A reader is not blocked by the writer (WAL), and a read does not
+	// take the lock.
+	assert.Equal(t, count(t, waiter, "SELECT count(*) FROM issues"), 0)
+}
+
+// A real SQLITE_LOCKED: a table dropped while the same connection reads it.
+func TestIsBusyLocked(t *testing.T) {
+	ctx := context.Background()
+	path := newDB(t, "beads.db")
+	conn := open(t, path, time.Second)
+	_, err := conn.Exec("INSERT INTO metadata (key, value) VALUES ('a', '1'), ('b', '2')")
+	assert.NilError(t, err)
+	c, err := conn.Conn(ctx)
+	assert.NilError(t, err)
+	defer c.Close()
+	rows, err := c.QueryContext(ctx, "SELECT key FROM metadata")
+	assert.NilError(t, err)
+	assert.Assert(t, rows.Next())
+	_, err = c.ExecContext(ctx, "DROP TABLE config")
+	assert.NilError(t, rows.Close())
+	assert.Equal(t, db.Code(err), db.CodeLocked, "%v", err)
+	assert.Assert(t, db.IsBusy(err))
+}
+
+func TestTxCommits(t *testing.T) {
+	ctx := context.Background()
+	path := newDB(t, "beads.db")
+	conn := open(t, path, time.Second)
+	calls := 0
+	err := db.Tx(ctx, conn, db.Retry{Attempts: 3}, func(tx *sql.Tx) error {
+		calls++
+		return db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "k", Value: "v"})
+	})
+	assert.NilError(t, err)
+	assert.Equal(t, calls, 1)
+	other := open(t, path, time.Second)
+	v, err := db.New().MetadataGet(ctx, other, "k")
+	assert.NilError(t, err)
+	assert.Equal(t, v, "v")
+}
+
+func TestTxRollsBackOnError(t *testing.T) {
+	ctx := context.Background()
+	path := newDB(t, "beads.db")
+	conn := open(t, path, time.Second)
+	stop := errors.New("stop here")
+	calls := 0
+	err := db.Tx(ctx, conn, db.Retry{Attempts: 3, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
+		calls++
+		q := db.New()
+		assert.NilError(t, q.SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "first", Value: "1"}))
+		assert.NilError(t, q.SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "second", Value: "2"}))
+		return stop
+	})
+	assert.Assert(t, errors.Is(err, stop))
+	assert.Equal(t, calls, 1, "an error that is not busy is not retried")
+	assert.Equal(t, count(t, open(t, path, time.Second), "SELECT count(*) FROM metadata"), 0)
+	// The connection is usable again: the rollback released the lock.
+	assert.NilError(t, db.Tx(ctx, conn, db.Retry{Attempts: 1}, func(tx *sql.Tx) error {
+		return db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "after", Value: "1"})
+	}))
+}
+
+// lockedDB is a database whose write lock another connection holds, and a
+// deferred-transaction handle on it whose first write inside fn gets
+// SQLITE_BUSY after a 1ms busy timeout. release gives the lock back.
+func lockedDB(t *testing.T) (conn *sql.DB, write func(*sql.Tx) error, release func()) {
+	t.Helper()
+	ctx := context.Background()
+	path := newDB(t, "beads.db")
+	holder := open(t, path, time.Second)
+	lock, err := holder.BeginTx(ctx, nil)
+	assert.NilError(t, err)
+	t.Cleanup(func() { lock.Rollback() })
+	// Not db.Open: a DEFERRED BEGIN succeeds, so fn runs and its write is
+	// the statement that meets the lock.
+	conn, err = sql.Open("sqlite", "file:"+path+"?mode=rw&_pragma=busy_timeout(1)")
+	assert.NilError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	write = func(tx *sql.Tx) error {
+		return db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "k", Value: "v"})
+	}
+	return conn, write, func() { assert.NilError(t, lock.Rollback()) }
+}
+
+func TestTxRetriesBusyUpToAttempts(t *testing.T) {
+	for _, attempts := range []int{1, 2, 4} {
+		t.Run(fmt.Sprint(attempts), func(t *testing.T) {
+			conn, write, _ := lockedDB(t)
+			calls := 0
+			err := db.Tx(context.Background(), conn, db.Retry{Attempts: attempts, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
+				calls++
+				return write(tx)
+			})
+			assert.Assert(t, db.IsBusy(err), "%v", err)
+			assert.Equal(t, db.Code(err), db.CodeBusy)
+			assert.Equal(t, calls, attempts)
+		})
+	}
+}
+
+func TestTxRetrySucceedsOnceTheLockIsGone(t *testing.T) {
+	conn, write, release := lockedDB(t)
+	calls := 0
+	err := db.Tx(context.Background(), conn, db.Retry{Attempts: 5, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
+		calls++
+		err := write(tx)
+		if calls == 2 {
+			assert.Assert(t, db.IsBusy(err))
+			release()
+		}
+		return err
+	})
+	assert.NilError(t, err)
+	assert.Equal(t, calls, 3)
+	v, err := db.New().MetadataGet(context.Background(), conn, "k")
+	assert.NilError(t, err)
+	assert.Equal(t, v, "v")
+}
+
+// The pause between tries doubles, with ±50% jitter: with a 20ms backoff,
+// five busy tries pause 20, 40, 80 and 160ms (±50%), at least 150ms in all,
+// where a constant pause could not exceed 4 × 30ms.
+func TestTxBackoffWaits(t *testing.T) {
+	conn, write, _ := lockedDB(t)
+	start := time.Now()
+	err := db.Tx(context.Background(), conn, db.Retry{Attempts: 5, Backoff: 20 * time.Millisecond}, write)
+	elapsed := time.Since(start)
+	assert.Assert(t, db.IsBusy(err))
+	assert.Assert(t, elapsed >= 150*time.Millisecond, "waited only %s", elapsed)
+	assert.Assert(t, elapsed < 3*time.Second, "waited %s", elapsed)
+}
+
+func TestTxStopsRetryingWhenCancelled(t *testing.T) {
+	conn, write, _ := lockedDB(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var calls atomic.Int32
+	start := time.Now()
+	err := db.Tx(ctx, conn, db.Retry{Attempts: 10, Backoff: time.Hour}, func(tx *sql.Tx) error {
+		calls.Add(1)
+		err := write(tx)
+		// Cancel once Tx is pausing before the next try.
+		time.AfterFunc(20*time.Millisecond, cancel)
+		return err
+	})
+	assert.Assert(t, db.IsBusy(err), "the last busy error is returned: %v", err)
+	assert.Equal(t, calls.Load(), int32(1))
+	assert.Assert(t, time.Since(start) < 10*time.Second)
+}
+
+func TestTxBeginFails(t *testing.T) {
+	path := newDB(t, "beads.db")
+	conn := open(t, path, time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	called := false
+	err := db.Tx(ctx, conn, db.Retry{Attempts: 3, Backoff: time.Millisecond}, func(*sql.Tx) error { called = true; return nil })
+	assert.Assert(t, errors.Is(err, context.Canceled), "%v", err)
+	assert.Assert(t, !called)
+
+	// A busy BEGIN IMMEDIATE is retried too, without ever calling fn.
+	holder := open(t, path, time.Second)
+	lock, err := holder.BeginTx(context.Background(), nil)
+	assert.NilError(t, err)
+	defer lock.Rollback()
+	busy := open(t, path, time.Millisecond)
+	start := time.Now()
+	err = db.Tx(context.Background(), busy, db.Retry{Attempts: 3, Backoff: 20 * time.Millisecond}, func(*sql.Tx) error { called = true; return nil })
+	assert.Assert(t, db.IsBusy(err), "%v", err)
+	assert.Assert(t, !called)
+	assert.Assert(t, time.Since(start) >= 30*time.Millisecond, "no pause between busy BEGINs")
+}
+
+func TestCreate(t *testing.T) {
+	ctx := context.Background()
+	path := newDB(t, "beads.db")
+	conn := open(t, path, time.Second)
+	var mode string
+	assert.NilError(t, conn.QueryRow("PRAGMA journal_mode").Scan(&mode))
+	assert.Equal(t, mode, "wal")
+	var tables []string
+	rows, err := conn.Query("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+	assert.NilError(t, err)
+	for rows.Next() {
+		var n string
+		assert.NilError(t, rows.Scan(&n))
+		tables = append(tables, n)
+	}
+	assert.NilError(t, rows.Close())
+	for _, want := range []string{"issues", "labels", "dependencies", "blocked_issues_cache", "events", "dirty_issues", "metadata", "config"} {
+		assert.Check(t, slices.Contains(tables, want), "no table %s in %v", want, tables)
+	}
+	assert.Equal(t, count(t, conn, "SELECT count(*) FROM issues"), 0)
+	var ok string
+	assert.NilError(t, conn.QueryRow("PRAGMA integrity_check").Scan(&ok))
+	assert.Equal(t, ok, "ok")
+	assert.NilError(t, conn.Close())
+
+	before := sum(t, path)
+	err = db.Create(ctx, path)
+	assert.ErrorContains(t, err, path+" already holds a database")
+	assert.Equal(t, sum(t, path), before, "a refused Create wrote to the database")
+
+	// Any existing schema counts, not only Beads'.
+	other := filepath.Join(t.TempDir(), "other.db")
+	c, err := sql.Open("sqlite", "file:"+other)
+	assert.NilError(t, err)
+	_, err = c.Exec("CREATE TABLE mine (x)")
+	assert.NilError(t, err)
+	assert.NilError(t, c.Close())
+	assert.ErrorContains(t, db.Create(ctx, other), "already holds a database")
+
+	// An empty file is an empty database: Create fills it.
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	assert.NilError(t, os.WriteFile(empty, nil, 0o644))
+	assert.NilError(t, db.Create(ctx, empty))
+	assert.Equal(t, count(t, open(t, empty, time.Second), "SELECT count(*) FROM sqlite_schema WHERE name = 'issues'"), 1)
+}
+
+func TestCreateFails(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.db")
+	assert.NilError(t, os.WriteFile(text, []byte("not a database, just some text that is long enough to be a header......................................"), 0o644))
+	before := sum(t, text)
+	err := db.Create(ctx, text)
+	assert.Equal(t, db.Code(err), db.CodeNotADB, "%v", err)
+	assert.Equal(t, sum(t, text), before)
+
+	err = db.Create(ctx, filepath.Join(dir, "missing", "beads.db"))
+	assert.Equal(t, db.Code(err), db.CodeCantOpen, "%v", err)
+	assert.DeepEqual(t, names(t, dir), []string{"notes.db"})
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	err = db.Create(cancelled, filepath.Join(dir, "new.db"))
+	assert.Assert(t, errors.Is(err, context.Canceled), "%v", err)
+}
+
+// The generated queries against the vendored schema: each does what its
+// comment says.
+func TestQueries(t *testing.T) {
+	ctx := context.Background()
+	conn := open(t, newDB(t, "beads.db"), time.Second)
+	q := db.New()
+	ts := "2025-01-02T03:04:05Z"
+	for _, id := range []string{"t-1", "t-2"} {
+		assert.NilError(t, q.SeedIssueInsert(ctx, conn, db.SeedIssueInsertParams{ID: id, Title: "T " + id, Status: "open",
+			Priority: 1, IssueType: "task", Assignee: sql.NullString{String: "", Valid: true}, CreatedAt: ts, UpdatedAt: ts}))
+	}
+	for _, l := range []string{"zeta", "alpha", "mid"} {
+		assert.NilError(t, q.SeedLabelInsert(ctx, conn, db.SeedLabelInsertParams{IssueID: "t-1", Label: l}))
+	}
+	assert.NilError(t, q.SeedDependencyInsert(ctx, conn, db.SeedDependencyInsertParams{IssueID: "t-2", DependsOnID: "t-1", Type: "blocks", CreatedBy: "me"}))
+	assert.NilError(t, q.SeedBlockedInsert(ctx, conn, "t-2"))
+
+	labels, err := q.IssueLabels(ctx, conn, "t-1")
+	assert.NilError(t, err)
+	assert.Equal(t, labels, `["alpha","mid","zeta"]`)
+	labels, err = q.IssueLabels(ctx, conn, "t-2")
+	assert.NilError(t, err)
+	assert.Equal(t, labels, `[]`)
+
+	st, err := q.IssueState(ctx, conn, "t-1")
+	assert.NilError(t, err)
+	assert.Equal(t, st, db.IssueStateRow{Status: "open", Assignee: ""})
+	_, err = q.IssueState(ctx, conn, "t-404")
+	assert.Assert(t, errors.Is(err, sql.ErrNoRows))
+
+	claim := func(agent, id string) int64 {
+		t.Helper()
+		n, err := q.IssueClaim(ctx, conn, db.IssueClaimParams{Agent: agent, UpdatedAt: "2025-02-01T00:00:00Z",
+			ContentHash: sql.NullString{String: "h-" + agent, Valid: true}, ID: id})
+		assert.NilError(t, err)
+		return n
+	}
+	assert.Equal(t, claim("ann", "t-1"), int64(1))
+	assert.Equal(t, claim("bob", "t-1"), int64(0), "compare-and-swap: no longer open")
+	assert.Equal(t, claim("ann", "t-404"), int64(0))
+	st, err = q.IssueState(ctx, conn, "t-1")
+	assert.NilError(t, err)
+	assert.Equal(t, st, db.IssueStateRow{Status: "in_progress", Assignee: "ann"})
+	_, err = conn.Exec("UPDATE issues SET assignee = 'cid' WHERE id = 't-2'")
+	assert.NilError(t, err)
+	assert.Equal(t, claim("dan", "t-2"), int64(0), "compare-and-swap: assigned to someone else")
+	assert.Equal(t, claim("cid", "t-2"), int64(1), "an open issue pre-assigned to the agent")
+
+	assert.NilError(t, q.EventInsert(ctx, conn, db.EventInsertParams{IssueID: "t-1", EventType: "claimed", Actor: "ann",
+		OldValue: sql.NullString{String: "{}", Valid: true}, NewValue: sql.NullString{String: `{"status":"in_progress"}`, Valid: true}}))
+	var created string
+	assert.NilError(t, conn.QueryRow("SELECT CAST(created_at AS TEXT) FROM events WHERE issue_id = 't-1'").Scan(&created))
+	_, err = time.Parse("2006-01-02 15:04:05", created)
+	assert.NilError(t, err, "events.created_at keeps the column default")
+
+	assert.NilError(t, q.DirtyIssueMark(ctx, conn, db.DirtyIssueMarkParams{IssueID: "t-1", MarkedAt: "one"}))
+	assert.NilError(t, q.DirtyIssueMark(ctx, conn, db.DirtyIssueMarkParams{IssueID: "t-1", MarkedAt: "two"}))
+	var marked string
+	assert.NilError(t, conn.QueryRow("SELECT marked_at FROM dirty_issues WHERE issue_id = 't-1'").Scan(&marked))
+	assert.Equal(t, marked, "two")
+	assert.Equal(t, count(t, conn, "SELECT count(*) FROM dirty_issues"), 1)
+
+	assert.NilError(t, q.SeedMetadataSet(ctx, conn, db.SeedMetadataSetParams{Key: "bd_version", Value: "0.1.0"}))
+	assert.NilError(t, q.SeedMetadataSet(ctx, conn, db.SeedMetadataSetParams{Key: "bd_version", Value: "0.49.6"}))
+	v, err := q.MetadataGet(ctx, conn, "bd_version")
+	assert.NilError(t, err)
+	assert.Equal(t, v, "0.49.6")
+	_, err = q.MetadataGet(ctx, conn, "nope")
+	assert.Assert(t, errors.Is(err, sql.ErrNoRows))
+	_, err = conn.Exec("INSERT INTO config (key, value) VALUES ('issue_prefix', 't')")
+	assert.NilError(t, err)
+	v, err = q.ConfigGet(ctx, conn, "issue_prefix")
+	assert.NilError(t, err)
+	assert.Equal(t, v, "t")
+	_, err = q.ConfigGet(ctx, conn, "nope")
+	assert.Assert(t, errors.Is(err, sql.ErrNoRows))
+
+	cols, err := q.SchemaColumns(ctx, conn, "labels")
+	assert.NilError(t, err)
+	assert.Equal(t, cols, "issue_id,label")
+	cols, err = q.SchemaColumns(ctx, conn, "no_such_table")
+	assert.NilError(t, err)
+	assert.Equal(t, cols, "")
+}
+
+// Every generated query reports a database that cannot run it.
+func TestQueriesFail(t *testing.T) {
+	ctx := context.Background()
+	q := db.New()
+	closed := open(t, newDB(t, "beads.db"), time.Second)
+	assert.NilError(t, closed.Close())
+	bare := filepath.Join(t.TempDir(), "bare.db")
+	c, err := sql.Open("sqlite", "file:"+bare)
+	assert.NilError(t, err)
+	_, err = c.Exec("CREATE TABLE unrelated (x)")
+	assert.NilError(t, err)
+	assert.NilError(t, c.Close())
+	empty := open(t, bare, time.Second)
+
+	for name, conn := range map[string]*sql.DB{"closed": closed, "no tables": empty} {
+		t.Run(name, func(t *testing.T) {
+			n, err := q.IssueClaim(ctx, conn, db.IssueClaimParams{Agent: "a", ID: "x"})
+			assert.Assert(t, err != nil)
+			assert.Equal(t, n, int64(0))
+			_, err = q.IssueLabels(ctx, conn, "x")
+			assert.Assert(t, err != nil)
+			_, err = q.IssueState(ctx, conn, "x")
+			assert.Assert(t, err != nil && !errors.Is(err, sql.ErrNoRows), "%v", err)
+			assert.Assert(t, q.EventInsert(ctx, conn, db.EventInsertParams{IssueID: "x"}) != nil)
+			assert.Assert(t, q.DirtyIssueMark(ctx, conn, db.DirtyIssueMarkParams{IssueID: "x"}) != nil)
+			_, err = q.MetadataGet(ctx, conn, "k")
+			assert.Assert(t, err != nil && !errors.Is(err, sql.ErrNoRows), "%v", err)
+			_, err = q.ConfigGet(ctx, conn, "k")
+			assert.Assert(t, err != nil && !errors.Is(err, sql.ErrNoRows), "%v", err)
+			assert.Assert(t, q.SeedIssueInsert(ctx, conn, db.SeedIssueInsertParams{ID: "x"}) != nil)
+			assert.Assert(t, q.SeedLabelInsert(ctx, conn, db.SeedLabelInsertParams{IssueID: "x"}) != nil)
+			assert.Assert(t, q.SeedDependencyInsert(ctx, conn, db.SeedDependencyInsertParams{IssueID: "x"}) != nil)
+			assert.Assert(t, q.SeedBlockedInsert(ctx, conn, "x") != nil)
+			assert.Assert(t, q.SeedMetadataSet(ctx, conn, db.SeedMetadataSetParams{Key: "k"}) != nil)
+			if name == "no tables" {
+				_, err = q.IssueLabels(ctx, conn, "x")
+				assert.ErrorContains(t, err, "no such table: labels")
+			}
+		})
+	}
+	_, err = q.SchemaColumns(ctx, closed, "issues")
+	assert.ErrorContains(t, err, "database is closed")
+}
+
+// A zero or negative backoff still pauses (at least 1ms) instead of panicking.
+func TestTxNonPositiveBackoff(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	assert.NilError(t, db.Create(context.Background(), path))
+	holder := db.Open(path, time.Second)
+	defer holder.Close()
+	tx, err := holder.Begin()
+	assert.NilError(t, err)
+	defer tx.Rollback()
+	_, err = tx.Exec("INSERT INTO config (key, value) VALUES ('k', 'v')")
+	assert.NilError(t, err)
+	conn := db.Open(path, -1)
+	defer conn.Close()
+	calls := 0
+	err = db.Tx(context.Background(), conn, db.Retry{Attempts: 3, Backoff: -time.Second}, func(*sql.Tx) error { calls++; return nil })
+	assert.Assert(t, db.IsBusy(err), "%v", err)
+	assert.Equal(t, calls, 0) // BEGIN IMMEDIATE itself was busy
+}
