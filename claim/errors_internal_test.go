@@ -138,7 +138,7 @@ func TestOpenRefusesMissingColumn(t *testing.T) {
 	t.Run("no config table", func(t *testing.T) {
 		path := minimalDB(t, "", "", "0.27.2")
 		exec(t, path, "DROP TABLE config")
-		openMustFail(t, path, ESchema, "table config has no column")
+		openMustFail(t, path, ESchema, "there is no config table")
 	})
 }
 
@@ -154,7 +154,7 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 	}{
 		{"text", []byte("this is not a database\n"), ESchema, []string{"could not read the schema: the file is not a SQLite database", "file is not a database"}},
 		{"garbage header", append([]byte("SQLite format 3\x00"), make([]byte, 200)...), ESchema, []string{"could not read the schema"}},
-		{"empty file", nil, ESchema, []string{"has no column", "not a Beads SQLite database"}},
+		{"empty file", nil, ESchema, []string{"there is no issues table", "not a Beads SQLite database"}},
 		// SQLite reports a cut database as corrupt (SQLITE_CORRUPT), not NOTADB.
 		{"truncated to 8 KiB", full[:8192], ESchema, []string{"the database file is corrupt", "database disk image is malformed"}},
 		{"truncated to one page", full[:4096], ESchema, []string{"the database file is corrupt"}},
@@ -221,16 +221,24 @@ func TestOpenAcceptsVersionBounds(t *testing.T) {
 	}
 }
 
-// A metadata or config value bd-claim cannot read is UNEXPECTED, with the
-// driver's reason.
+// A NULL bd_version is no version; a NULL id-pattern setting is unset. A
+// metadata table bd-claim cannot read is UNEXPECTED, with SQLite's reason.
 func TestOpenUnreadableMetadataAndConfig(t *testing.T) {
 	path := minimalDB(t, "", "", "")
 	exec(t, path, "INSERT INTO metadata (key, value) VALUES ('bd_version', NULL)")
-	openMustFail(t, path, EUnexpected, "could not read metadata.bd_version", "NULL")
+	openMustFail(t, path, ESchema, `metadata.bd_version is ""`)
 
 	path = minimalDB(t, "", "", "0.49.0")
 	exec(t, path, "INSERT INTO config (key, value) VALUES ('ready.exclude_id_patterns', NULL)")
-	openMustFail(t, path, EUnexpected, "could not read config", "NULL")
+	s, err := Open(context.Background(), Workspace{DBPath: path}, Options{})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, s.Features.ExcludeIDPatterns, []string{"-mol-", "-wisp-"})
+	s.Close()
+
+	path = minimalDB(t, "", "", "")
+	exec(t, path, "DROP TABLE metadata")
+	exec(t, path, "CREATE VIEW metadata AS SELECT 'bd_version' AS key, json_extract('not json', '$') AS value")
+	openMustFail(t, path, EUnexpected, "could not read bd's metadata", "malformed JSON")
 }
 
 // excludeIDPatterns follows bd's versions and config rules.

@@ -21,10 +21,10 @@ type Rule struct {
 // version, plus status open, the assignee rule and the agent's filters.
 type ReadySpecification struct {
 	Rules []Rule
-	Order string   // ORDER BY clause
-	Args  []any    // arguments of Order
-	Now   string   // "now" as SQLite datetime text
-	feat  Features // kept for the reasons of a refusal
+	Order string // ORDER BY clause
+	Args  []any  // arguments of Order
+	Now   string // "now" as SQLite datetime text
+	sort  Sort
 }
 
 // bdSQLiteTime is how SQLite's datetime() prints a time: the form every
@@ -35,7 +35,7 @@ const bdSQLiteTime = "2006-01-02 15:04:05"
 // and set of filters, as of now.
 func NewReadySpecification(feat Features, agent string, f Filters, now time.Time) ReadySpecification {
 	nowText := now.UTC().Format(bdSQLiteTime)
-	spec := ReadySpecification{Now: nowText, feat: feat}
+	spec := ReadySpecification{Now: nowText, sort: f.Sort}
 	add := func(name, reason string, pred sq.Sqlizer) {
 		spec.Rules = append(spec.Rules, Rule{Name: name, Reason: reason, Pred: pred})
 	}
@@ -143,6 +143,23 @@ func (s ReadySpecification) Where() sq.And {
 func (s ReadySpecification) candidates() sq.SelectBuilder {
 	return sq.Select("i.id").From("issues i").Where(s.Where()).OrderByClause(s.Order, s.Args...)
 }
+
+// next selects the first claimable issue. For the priority order it first
+// narrows to the most urgent priority that has a claimable issue: min()
+// walks idx_issues_status_priority and stops at the first match, so only
+// that priority's issues are sorted by age, not every open issue.
+func (s ReadySpecification) next() sq.SelectBuilder {
+	b := s.candidates()
+	if s.sort == SortPriority {
+		// The inner alias i shadows the outer one: the same rules apply.
+		b = b.Where(sq.Expr("i.priority = (SELECT min(i.priority) FROM issues i WHERE ?)", s.Where()))
+	}
+	return b.Limit(1)
+}
+
+// CandidateSQL is the query that picks the next issue to claim, with its
+// arguments, as Claim runs it.
+func (s ReadySpecification) CandidateSQL() (string, []any) { return s.next().MustSql() }
 
 // verdicts evaluates every rule for one issue: one 0/1 column per rule.
 func (s ReadySpecification) verdicts(id string) sq.SelectBuilder {

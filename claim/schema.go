@@ -2,7 +2,6 @@ package claim
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -57,16 +56,19 @@ type Features struct {
 }
 
 // requiredColumns are the columns a claim reads or writes, per table.
-var requiredColumns = map[string][]string{
-	"issues": {"id", "content_hash", "title", "description", "design", "acceptance_criteria", "notes",
-		"status", "priority", "issue_type", "assignee", "created_at", "updated_at", "external_ref"},
-	"labels":               {"issue_id", "label"},
-	"dependencies":         {"issue_id", "depends_on_id", "type"},
-	"blocked_issues_cache": {"issue_id"},
-	"events":               {"issue_id", "event_type", "actor", "old_value", "new_value", "comment", "created_at"},
-	"dirty_issues":         {"issue_id", "marked_at"},
-	"metadata":             {"key", "value"},
-	"config":               {"key", "value"},
+var requiredColumns = []struct {
+	table string
+	cols  []string
+}{
+	{"issues", []string{"id", "content_hash", "title", "description", "design", "acceptance_criteria", "notes",
+		"status", "priority", "issue_type", "assignee", "created_at", "updated_at", "external_ref"}},
+	{"labels", []string{"issue_id", "label"}},
+	{"dependencies", []string{"issue_id", "depends_on_id", "type"}},
+	{"blocked_issues_cache", []string{"issue_id"}},
+	{"events", []string{"issue_id", "event_type", "actor", "old_value", "new_value", "comment", "created_at"}},
+	{"dirty_issues", []string{"issue_id", "marked_at"}},
+	{"metadata", []string{"key", "value"}},
+	{"config", []string{"key", "value"}},
 }
 
 // Oldest and newest bd releases whose SQLite workspaces bd-claim writes.
@@ -76,46 +78,51 @@ var (
 )
 
 // DetectFeatures checks that conn is a Beads SQLite database bd-claim can
-// write faithfully and returns its features. Extra unknown columns are fine;
-// a missing one is SCHEMA_INCOMPATIBLE.
+// write faithfully and returns its features, in two queries. Extra unknown
+// columns are fine; a missing one is SCHEMA_INCOMPATIBLE.
 func DetectFeatures(ctx context.Context, conn db.DBTX) (Features, error) {
 	q := db.New()
 	feat := Features{}
-	for table, need := range requiredColumns {
-		list, err := q.SchemaColumns(ctx, conn, table)
-		if err != nil {
-			return feat, classify(err, "read the schema")
+	list, err := q.SchemaColumns(ctx, conn)
+	if err != nil {
+		return feat, classify(err, "read the schema")
+	}
+	tables := map[string]map[string]bool{}
+	for _, tc := range strings.Split(list, ",") {
+		table, col, _ := strings.Cut(tc, ".")
+		if tables[table] == nil {
+			tables[table] = map[string]bool{}
 		}
-		cols := setOf(strings.Split(list, ","))
-		for _, c := range need {
+		tables[table][col] = true
+	}
+	for _, rc := range requiredColumns {
+		cols := tables[rc.table]
+		if len(cols) == 0 {
+			return feat, Errorf(ESchema, "there is no %s table: not a Beads SQLite database", rc.table)
+		}
+		for _, c := range rc.cols {
 			if !cols[c] {
-				return feat, Errorf(ESchema, "table %s has no column %s: not a Beads SQLite database bd-claim knows", table, c)
+				return feat, Errorf(ESchema, "table %s has no column %s: not a Beads SQLite database bd-claim knows", rc.table, c)
 			}
 		}
-		if table == "issues" {
-			feat.Issues = cols
-		}
-		if table == "blocked_issues_cache" && cols["blocked_by"] {
-			return feat, Errorf(ESchema, "this database was last written by beads_rust (br), whose blocked_issues_cache differs from bd's; open it with bd first")
-		}
 	}
-	text, err := q.MetadataGet(ctx, conn, "bd_version")
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return feat, classify(err, "read metadata.bd_version")
+	if tables["blocked_issues_cache"]["blocked_by"] {
+		return feat, Errorf(ESchema, "this database was last written by beads_rust (br), whose blocked_issues_cache differs from bd's; open it with bd first")
 	}
-	v, ok := ParseVersion(text)
+	feat.Issues = tables["issues"]
+	set, err := q.SchemaSettings(ctx, conn)
+	if err != nil {
+		return feat, classify(err, "read bd's metadata")
+	}
+	v, ok := ParseVersion(set.BdVersion)
 	if !ok {
-		return feat, Errorf(ESchema, "metadata.bd_version is %q: bd-claim needs the bd version that wrote the database (run any bd command on it once)", text)
+		return feat, Errorf(ESchema, "metadata.bd_version is %q: bd-claim needs the bd version that wrote the database (run any bd command on it once)", set.BdVersion)
 	}
 	if !v.AtLeast(minVersion[0], minVersion[1], minVersion[2]) || v.AtLeast(maxVersion[0], maxVersion[1]+1, 0) {
 		return feat, Errorf(ESchema, "bd %s wrote this database; bd-claim supports SQLite workspaces of bd %s to %d.%d.x", v, minVersion, maxVersion[0], maxVersion[1])
 	}
 	feat.Version = v
-	patterns, err := q.ConfigGet(ctx, conn, "ready.exclude_id_patterns")
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return feat, classify(err, "read config")
-	}
-	feat.ExcludeIDPatterns = excludeIDPatterns(v, patterns)
+	feat.ExcludeIDPatterns = excludeIDPatterns(v, set.ExcludeIDPatterns)
 	return feat, nil
 }
 

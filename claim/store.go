@@ -132,9 +132,9 @@ func (r *row) issue() *Issue {
 // pick finds the issue req would claim: the first candidate of spec, or the
 // issue req.ID when spec admits it. An --id that spec refuses is explained.
 func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request) (*row, error) {
-	b := spec.candidates().Limit(1)
+	b := spec.next()
 	if req.ID != "" {
-		b = b.Where(sq.Eq{"i.id": req.ID})
+		b = spec.candidates().Where(sq.Eq{"i.id": req.ID}).Limit(1)
 	}
 	var id string
 	if err := queryRow(ctx, conn, b).Scan(&id); errors.Is(err, sql.ErrNoRows) {

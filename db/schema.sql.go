@@ -9,40 +9,42 @@ import (
 	"context"
 )
 
-const configGet = `-- name: ConfigGet :one
-SELECT value FROM config WHERE key = ?1
-`
-
-// ConfigGet reads one key of bd's config table.
-func (q *Queries) ConfigGet(ctx context.Context, db DBTX, key string) (string, error) {
-	row := db.QueryRowContext(ctx, configGet, key)
-	var value string
-	err := row.Scan(&value)
-	return value, err
-}
-
-const metadataGet = `-- name: MetadataGet :one
-SELECT value FROM metadata WHERE key = ?1
-`
-
-// MetadataGet reads one key of bd's metadata table (e.g. bd_version).
-func (q *Queries) MetadataGet(ctx context.Context, db DBTX, key string) (string, error) {
-	row := db.QueryRowContext(ctx, metadataGet, key)
-	var value string
-	err := row.Scan(&value)
-	return value, err
-}
-
 const schemaColumns = `-- name: SchemaColumns :one
-SELECT CAST(COALESCE(group_concat(name, ','), '') AS TEXT) AS columns
-FROM pragma_table_info(?1)
+WITH bd_tables(name) AS (
+    VALUES ('issues'), ('labels'), ('dependencies'), ('blocked_issues_cache'),
+           ('events'), ('dirty_issues'), ('metadata'), ('config')
+)
+SELECT CAST(COALESCE(group_concat(t.name || '.' || p.name, ','), '') AS TEXT) AS columns
+FROM bd_tables AS t
+JOIN pragma_table_info(t.name) AS p
 `
 
-// SchemaColumns lists the columns a table really has, comma separated
-// (empty when the table does not exist).
-func (q *Queries) SchemaColumns(ctx context.Context, db DBTX, tableName interface{}) (string, error) {
-	row := db.QueryRowContext(ctx, schemaColumns, tableName)
+// SchemaColumns lists the columns of bd's tables as table.column, comma
+// separated, in one round trip (a missing table lists nothing).
+func (q *Queries) SchemaColumns(ctx context.Context, db DBTX) (string, error) {
+	row := db.QueryRowContext(ctx, schemaColumns)
 	var columns string
 	err := row.Scan(&columns)
 	return columns, err
+}
+
+const schemaSettings = `-- name: SchemaSettings :one
+SELECT
+    CAST(COALESCE((SELECT value FROM metadata WHERE key = 'bd_version'), '') AS TEXT) AS bd_version,
+    CAST(COALESCE((SELECT value FROM config WHERE key = 'ready.exclude_id_patterns'), '') AS TEXT) AS exclude_id_patterns
+`
+
+type SchemaSettingsRow struct {
+	BdVersion         string
+	ExcludeIDPatterns string
+}
+
+// SchemaSettings reads what decides bd's behaviour besides the columns: the
+// bd version that last wrote the database and bd ready's id exclusions
+// (” when unset).
+func (q *Queries) SchemaSettings(ctx context.Context, db DBTX) (SchemaSettingsRow, error) {
+	row := db.QueryRowContext(ctx, schemaSettings)
+	var i SchemaSettingsRow
+	err := row.Scan(&i.BdVersion, &i.ExcludeIDPatterns)
+	return i, err
 }

@@ -19,10 +19,12 @@ import (
 // Open returns a handle on an existing Beads database. It never creates the
 // file (mode=rw), starts every transaction with BEGIN IMMEDIATE so that a
 // claim takes the write lock before it reads, waits busyTimeout for a lock
-// held elsewhere, and enforces foreign keys as bd does. journal_mode is left
-// as bd set it.
+// held elsewhere, and sets what bd's own connections have: foreign keys on
+// and synchronous=NORMAL (the default of bd's driver; with the WAL journal
+// bd puts every workspace in, a commit is durable once the WAL is synced at
+// checkpoint). journal_mode is left as bd set it.
 func Open(path string, busyTimeout time.Duration) *sql.DB {
-	dsn := fmt.Sprintf("file:%s?mode=rw&_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)",
+	dsn := fmt.Sprintf("file:%s?mode=rw&_txlock=immediate&_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)",
 		(&url.URL{Path: path}).EscapedPath(), busyTimeout.Milliseconds())
 	conn, _ := sql.Open("sqlite", dsn) // only fails for an unknown driver name
 	return conn

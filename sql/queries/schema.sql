@@ -1,13 +1,18 @@
 -- name: SchemaColumns :one
--- SchemaColumns lists the columns a table really has, comma separated
--- (empty when the table does not exist).
-SELECT CAST(COALESCE(group_concat(name, ','), '') AS TEXT) AS columns
-FROM pragma_table_info(@table_name);
+-- SchemaColumns lists the columns of bd's tables as table.column, comma
+-- separated, in one round trip (a missing table lists nothing).
+WITH bd_tables(name) AS (
+    VALUES ('issues'), ('labels'), ('dependencies'), ('blocked_issues_cache'),
+           ('events'), ('dirty_issues'), ('metadata'), ('config')
+)
+SELECT CAST(COALESCE(group_concat(t.name || '.' || p.name, ','), '') AS TEXT) AS columns
+FROM bd_tables AS t
+JOIN pragma_table_info(t.name) AS p;
 
--- name: MetadataGet :one
--- MetadataGet reads one key of bd's metadata table (e.g. bd_version).
-SELECT value FROM metadata WHERE key = @key;
-
--- name: ConfigGet :one
--- ConfigGet reads one key of bd's config table.
-SELECT value FROM config WHERE key = @key;
+-- name: SchemaSettings :one
+-- SchemaSettings reads what decides bd's behaviour besides the columns: the
+-- bd version that last wrote the database and bd ready's id exclusions
+-- ('' when unset).
+SELECT
+    CAST(COALESCE((SELECT value FROM metadata WHERE key = 'bd_version'), '') AS TEXT) AS bd_version,
+    CAST(COALESCE((SELECT value FROM config WHERE key = 'ready.exclude_id_patterns'), '') AS TEXT) AS exclude_id_patterns;
