@@ -55,6 +55,7 @@ type Store struct {
 	Workspace Workspace
 	Features  Features
 	conn      *sql.DB
+	stmts     *db.Stmts
 	q         *db.Queries
 	now       func() time.Time
 	retry     db.Retry
@@ -78,11 +79,14 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 		conn.Close()
 		return nil, err
 	}
-	return &Store{Workspace: ws, Features: feat, conn: conn, q: db.New(), now: o.Now, retry: o.Retry}, nil
+	return &Store{Workspace: ws, Features: feat, conn: conn, stmts: db.NewStmts(conn), q: db.New(), now: o.Now, retry: o.Retry}, nil
 }
 
 // Close releases the database.
-func (s *Store) Close() error { return s.conn.Close() }
+func (s *Store) Close() error {
+	s.stmts.Close()
+	return s.conn.Close()
+}
 
 // Claim claims one issue for req.Agent, or with req.DryRun only finds it.
 // A nil issue with a nil error means no issue is available. The row update,
@@ -97,14 +101,15 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Issue, error) {
 	}
 	spec := NewReadySpecification(s.Features, req.Agent, req.Filters, s.now())
 	if req.DryRun {
-		r, err := s.pick(ctx, s.conn, spec, req)
+		r, err := s.pick(ctx, s.stmts.On(nil), spec, req)
 		return r.issue(), classify(err, "find a ready issue")
 	}
 	var claimed *Issue
 	err := db.Tx(ctx, s.conn, s.retry, func(tx *sql.Tx) error {
-		r, err := s.pick(ctx, tx, spec, req)
+		conn := s.stmts.On(tx)
+		r, err := s.pick(ctx, conn, spec, req)
 		if err == nil && r != nil && r.Issue.Status == "open" {
-			err = s.write(ctx, tx, r, req.Agent)
+			err = s.write(ctx, conn, r, req.Agent)
 		}
 		claimed = r.issue()
 		return err
@@ -222,7 +227,7 @@ func (s *Store) read(ctx context.Context, conn db.DBTX, id string) (*row, error)
 
 // write claims r for agent the way bd writes a claim: the issue row with a
 // later updated_at and a recomputed content hash, one event, one dirty mark.
-func (s *Store) write(ctx context.Context, tx *sql.Tx, r *row, agent string) error {
+func (s *Store) write(ctx context.Context, tx db.DBTX, r *row, agent string) error {
 	updated := laterThan(s.now(), r.UpdatedAt).Format(time.RFC3339Nano)
 	oldValue := s.Features.eventOldValue(r)
 	r.cols["status"] = sql.NullString{String: "in_progress", Valid: true}

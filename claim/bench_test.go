@@ -1,0 +1,142 @@
+package claim_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/db"
+)
+
+// The benchmarks of the hot paths. Compare their ns/op:
+//
+//	go test -bench . -run '^$' ./claim
+//
+// BenchmarkRawClaimLoop is the floor that BenchmarkClaim is measured
+// against: one UPDATE per BEGIN IMMEDIATE transaction, same file, same
+// pragmas (db.Open). scripts/bench (make bench) measures the CLI.
+
+// benchIssues is the size of the benchmark workspace: small enough to
+// generate in a blink, big enough that refills are rare.
+const benchIssues = 2000
+
+// benchDemo generates a workspace for one benchmark, outside the timer.
+func benchDemo(b *testing.B) claim.Demo {
+	b.Helper()
+	d, err := claim.CreateDemo(context.Background(), b.TempDir(), benchIssues, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+func benchStore(b *testing.B, d claim.Demo) *claim.Store {
+	b.Helper()
+	s, err := claim.Open(context.Background(), d.Workspace, claim.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// benchRefill makes every issue the benchmark claimed open again, and drops
+// the claims' events and dirty marks (content hashes stay stale: harmless
+// here).
+func benchRefill(b *testing.B, path, agent string) {
+	b.Helper()
+	conn := db.Open(path, 5*time.Second)
+	defer conn.Close()
+	for _, stmt := range []string{
+		"UPDATE issues SET status = 'open', assignee = '' WHERE status = 'in_progress' AND assignee = ?",
+		"DELETE FROM events WHERE actor = ?",
+		"DELETE FROM dirty_issues",
+	} {
+		args := []any{agent}
+		if stmt == "DELETE FROM dirty_issues" {
+			args = nil
+		}
+		if _, err := conn.Exec(stmt, args...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkClaim is library mode: one Store, one claim per op.
+func BenchmarkClaim(b *testing.B) {
+	ctx := context.Background()
+	d := benchDemo(b)
+	s := benchStore(b, d)
+	left := len(d.Ready)
+	b.ResetTimer()
+	for range b.N {
+		if left == 0 {
+			b.StopTimer()
+			benchRefill(b, d.Workspace.DBPath, "bench")
+			left = len(d.Ready)
+			b.StartTimer()
+		}
+		iss, err := s.Claim(ctx, claim.Request{Agent: "bench"})
+		if err != nil || iss == nil {
+			b.Fatalf("claim %d: %v, %v", left, iss, err)
+		}
+		left--
+	}
+}
+
+// BenchmarkClaimDryRun finds the next issue without writing.
+func BenchmarkClaimDryRun(b *testing.B) {
+	ctx := context.Background()
+	s := benchStore(b, benchDemo(b))
+	b.ResetTimer()
+	for range b.N {
+		iss, err := s.Claim(ctx, claim.Request{Agent: "bench", DryRun: true})
+		if err != nil || iss == nil {
+			b.Fatalf("dry run: %v, %v", iss, err)
+		}
+	}
+}
+
+// BenchmarkOpen is what every CLI claim pays before it claims: Open (the
+// connection and the schema checks) and Close.
+func BenchmarkOpen(b *testing.B) {
+	ctx := context.Background()
+	d := benchDemo(b)
+	b.ResetTimer()
+	for range b.N {
+		s, err := claim.Open(ctx, d.Workspace, claim.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRawClaimLoop is the limit a claim can approach: BEGIN IMMEDIATE;
+// UPDATE one row; COMMIT, through db.Open so the pragmas are bd-claim's.
+func BenchmarkRawClaimLoop(b *testing.B) {
+	ctx := context.Background()
+	d := benchDemo(b)
+	conn := db.Open(d.Workspace.DBPath, 5*time.Second)
+	b.Cleanup(func() { conn.Close() })
+	if err := conn.PingContext(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock=immediate)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE issues SET status = 'in_progress', assignee = ? WHERE id = ?",
+			"bench", d.Ready[i%len(d.Ready)]); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package claim_test
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+	"gotest.tools/v3/assert"
+
+	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/claimtest"
+)
+
+// planCandidateSQL is the SQL and arguments of the query that Store.Claim
+// runs to pick the next issue. It uses spec.CandidateSQL when the claim
+// package exports it; until then it rebuilds what Store.pick runs
+// (ReadySpecification.candidates() with LIMIT 1).
+func planCandidateSQL(spec claim.ReadySpecification) (string, []any, string) {
+	if c, ok := any(spec).(interface{ CandidateSQL() (string, []any) }); ok {
+		query, args := c.CandidateSQL()
+		return query, args, "spec.CandidateSQL()"
+	}
+	query, args := sq.Select("i.id").From("issues i").Where(spec.Where()).
+		OrderByClause(spec.Order, spec.Args...).Limit(1).MustSql()
+	return query, args, "rebuilt from spec.Where() and spec.Order"
+}
+
+var (
+	// The issues table, found through an index (its primary key included).
+	planSearchIssues = regexp.MustCompile(`^SEARCH (i|issues) USING (COVERING )?(INDEX|PRIMARY KEY|INTEGER PRIMARY KEY)\b`)
+	// Any full pass over a table: "SCAN i", and also "SCAN i USING INDEX x",
+	// which walks the whole index. Only SQLite's constant row is harmless.
+	planScan = regexp.MustCompile(`^SCAN (\S+)`)
+)
+
+// planDetails returns the detail column of EXPLAIN QUERY PLAN, one per row.
+func planDetails(t *testing.T, path, query string, args []any) []string {
+	t.Helper()
+	conn := claimtest.Open(t, path)
+	rows, err := conn.Query("EXPLAIN QUERY PLAN "+query, args...)
+	assert.NilError(t, err, query)
+	defer rows.Close()
+	var details []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		assert.NilError(t, rows.Scan(&id, &parent, &unused, &detail))
+		details = append(details, detail)
+	}
+	assert.NilError(t, rows.Err())
+	return details
+}
+
+// The query that picks the next issue finds issues through an index and
+// never reads a whole table, for the default filters and with --label,
+// on bd-made workspaces of every supported schema and on a generated one,
+// with and without the planner statistics of ANALYZE.
+func TestClaimQueryPlanUsesIndexes(t *testing.T) {
+	ctx := context.Background()
+	workspaces := map[string]func(t *testing.T) string{}
+	for _, v := range claimtest.Versions {
+		workspaces["bd-v"+v] = func(t *testing.T) string { return claimtest.DBPath(claimtest.Fixture(t, v)) }
+	}
+	demo := func(analyze bool) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			d, err := claim.CreateDemo(ctx, t.TempDir(), 2000, 1)
+			assert.NilError(t, err)
+			if analyze {
+				_, err := claimtest.Open(t, d.Workspace.DBPath).Exec("ANALYZE")
+				assert.NilError(t, err)
+			}
+			return d.Workspace.DBPath
+		}
+	}
+	workspaces["demo-2000"] = demo(false)
+	workspaces["demo-2000-analyzed"] = demo(true)
+
+	filters := map[string]claim.Filters{
+		"default":       {},
+		"one label":     {IncludeLabels: []string{"backend"}},
+		"three labels":  {IncludeLabels: []string{"backend", "infra", "urgent"}},
+		"exclude label": {ExcludeLabels: []string{"docs"}},
+	}
+	for name, build := range workspaces {
+		t.Run(name, func(t *testing.T) {
+			path := build(t)
+			conn := claimtest.Open(t, path)
+			feat, err := claim.DetectFeatures(ctx, conn)
+			assert.NilError(t, err)
+			for fname, f := range filters {
+				t.Run(fname, func(t *testing.T) {
+					assert.NilError(t, f.Validate())
+					spec := claim.NewReadySpecification(feat, "plan-agent", f, time.Now())
+					query, args, source := planCandidateSQL(spec)
+					plan := planDetails(t, path, query, args)
+					t.Logf("query (%s): %s\nplan:\n  %s", source, query, strings.Join(plan, "\n  "))
+					searched := false
+					for _, d := range plan {
+						searched = searched || planSearchIssues.MatchString(d)
+						if m := planScan.FindStringSubmatch(d); m != nil && m[1] != "CONSTANT" {
+							t.Errorf("the claim query reads %s in full (%q)", m[1], d)
+						}
+					}
+					assert.Assert(t, searched, "issues is not searched through an index:\n  %s", strings.Join(plan, "\n  "))
+				})
+			}
+		})
+	}
+}

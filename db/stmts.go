@@ -1,0 +1,92 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+)
+
+// Stmts prepares each distinct query once on conn and reuses it, inside or
+// outside a transaction, so that a process claiming many times compiles
+// each statement once. It is safe for concurrent use. Queries built from
+// filters bind their values as arguments, so the number of distinct texts
+// grows only with the shapes of the filters used (how many labels...).
+type Stmts struct {
+	conn *sql.DB
+	mu   sync.Mutex
+	m    map[string]*sql.Stmt
+}
+
+// NewStmts returns an empty statement cache on conn.
+func NewStmts(conn *sql.DB) *Stmts { return &Stmts{conn: conn, m: map[string]*sql.Stmt{}} }
+
+// On returns a DBTX that runs queries through the cache, in tx when tx is
+// not nil and on the pool otherwise.
+func (s *Stmts) On(tx *sql.Tx) DBTX { return stmtsOn{s, tx} }
+
+// Close closes every cached statement.
+func (s *Stmts) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for q, st := range s.m {
+		st.Close()
+		delete(s.m, q)
+	}
+}
+
+func (s *Stmts) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.m[query]; ok {
+		return st, nil
+	}
+	st, err := s.conn.PrepareContext(ctx, query)
+	if err == nil {
+		s.m[query] = st
+	}
+	return st, err
+}
+
+type stmtsOn struct {
+	s  *Stmts
+	tx *sql.Tx
+}
+
+func (o stmtsOn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	st, err := o.s.prepare(ctx, query)
+	if err == nil && o.tx != nil {
+		st = o.tx.StmtContext(ctx, st)
+	}
+	return st, err
+}
+
+func (o stmtsOn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := o.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (o stmtsOn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := o.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// QueryRowContext cannot return an error itself: when the statement cannot
+// be prepared, the query runs unprepared on the same handle and its Scan
+// reports why.
+func (o stmtsOn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := o.PrepareContext(ctx, query)
+	switch {
+	case err == nil:
+		return st.QueryRowContext(ctx, args...)
+	case o.tx != nil:
+		return o.tx.QueryRowContext(ctx, query, args...)
+	default:
+		return o.s.conn.QueryRowContext(ctx, query, args...)
+	}
+}

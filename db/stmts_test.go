@@ -1,0 +1,56 @@
+package db_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/bdclaim/bd-claim/db"
+)
+
+// The statement cache runs every kind of query, in and out of a
+// transaction, preparing each text once, and reports what cannot be
+// prepared through the usual error paths.
+func TestStmts(t *testing.T) {
+	ctx := context.Background()
+	conn := open(t, newDB(t, "beads.db"), time.Second)
+	stmts := db.NewStmts(conn)
+	defer stmts.Close()
+	pool := stmts.On(nil)
+
+	_, err := pool.ExecContext(ctx, "INSERT INTO config (key, value) VALUES (?, ?)", "a", "1")
+	assert.NilError(t, err)
+	first, err := pool.PrepareContext(ctx, "SELECT value FROM config WHERE key = ?")
+	assert.NilError(t, err)
+	again, err := pool.PrepareContext(ctx, "SELECT value FROM config WHERE key = ?")
+	assert.NilError(t, err)
+	assert.Assert(t, first == again, "a query is prepared once")
+
+	rows, err := pool.QueryContext(ctx, "SELECT value FROM config WHERE key = ?", "a")
+	assert.NilError(t, err)
+	assert.Assert(t, rows.Next())
+	assert.NilError(t, rows.Close())
+
+	tx, err := conn.BeginTx(ctx, nil)
+	assert.NilError(t, err)
+	in := stmts.On(tx)
+	_, err = in.ExecContext(ctx, "INSERT INTO config (key, value) VALUES (?, ?)", "b", "2")
+	assert.NilError(t, err)
+	assert.Equal(t, count(t, in, "SELECT count(*) FROM config WHERE key = ?", "b"), 1)
+	assert.NilError(t, tx.Rollback())
+	assert.Equal(t, count(t, pool, "SELECT count(*) FROM config WHERE key = ?", "b"), 0, "the insert was inside the rolled-back transaction")
+
+	const bad = "SELECT nope FROM nowhere"
+	_, err = pool.ExecContext(ctx, bad)
+	assert.ErrorContains(t, err, "no such table: nowhere")
+	_, err = pool.QueryContext(ctx, bad)
+	assert.ErrorContains(t, err, "no such table: nowhere")
+	var v string
+	assert.ErrorContains(t, pool.QueryRowContext(ctx, bad).Scan(&v), "no such table: nowhere")
+	tx, err = conn.BeginTx(ctx, nil)
+	assert.NilError(t, err)
+	assert.ErrorContains(t, stmts.On(tx).QueryRowContext(ctx, bad).Scan(&v), "no such table: nowhere")
+	assert.NilError(t, tx.Rollback())
+}
