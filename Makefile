@@ -42,5 +42,11 @@ generate: ## regenerate db/ from sql/ with the pinned sqlc
 schema: ## re-vendor sql/schema/ from the real bd's `bd init`
 	scripts/schema.sh
 
+.PHONY: bench
+bench: ## build bd-claim, bd v0.49.6 and a hello-world, print the benchmark table (BENCH_FLAGS='-quick', '-write', '-runs N')
+	$(GO) build -o .bin/bd-claim .
+	scripts/build-bd.sh v0.49.6 >/dev/null
+	$(GO) run ./scripts/bench -bin .bin/bd-claim -bd .bin/bd-v0.49.6 $(BENCH_FLAGS)
+
 clean:
 	rm -rf $(COVER) .bin bd-claim

@@ -150,11 +150,10 @@ func claimOnce(ctx context.Context, ws claim.Workspace, o options) (*claim.Issue
 	if err != nil {
 		return nil, err
 	}
-	// The store is deliberately not closed: the process exits right after,
-	// and closing the last connection would checkpoint the WAL into the
-	// database with an fsync (over a millisecond) on every claim. The
-	// committed claim is in the WAL either way; the next writer's automatic
-	// checkpoint (every 1000 pages) moves it, as after any bd command.
+	// Closing matters even though the process exits next: the last
+	// connection to close checkpoints and resets the WAL. Without it the WAL
+	// only grows, and every new process re-reads all of it.
+	defer store.Close()
 	return store.Claim(ctx, o.req)
 }
 
