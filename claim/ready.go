@@ -157,6 +157,16 @@ func (s ReadySpecification) next() sq.SelectBuilder {
 	return b.Limit(1)
 }
 
+// byID selects issue id when it is claimable.
+func (s ReadySpecification) byID(id string) sq.SelectBuilder {
+	return s.candidates().Where(sq.Eq{"i.id": id}).Limit(1)
+}
+
+// order selects every claimable issue's id in claim order, as one JSON array.
+func (s ReadySpecification) order() sq.SelectBuilder {
+	return sq.Select().Column(sq.Expr("json_group_array(i.id ORDER BY "+s.Order+")", s.Args...)).From("issues i").Where(s.Where())
+}
+
 // CandidateSQL is the query that picks the next issue to claim, with its
 // arguments, as Claim runs it.
 func (s ReadySpecification) CandidateSQL() (string, []any) { return s.next().MustSql() }

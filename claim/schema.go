@@ -170,11 +170,3 @@ func classify(err error, doing string) error {
 	e.Err = err
 	return e
 }
-
-func setOf(ss []string) map[string]bool {
-	m := make(map[string]bool, len(ss))
-	for _, s := range ss {
-		m[s] = true
-	}
-	return m
-}

@@ -56,6 +56,7 @@ type Store struct {
 	Features  Features
 	conn      *sql.DB
 	stmts     *db.Stmts
+	queue     queue
 	q         *db.Queries
 	now       func() time.Time
 	retry     db.Retry
@@ -117,6 +118,9 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Issue, error) {
 	if err != nil {
 		return nil, classify(err, "claim an issue")
 	}
+	if claimed != nil {
+		s.queue.taken(claimed.ID)
+	}
 	return claimed, nil
 }
 
@@ -137,16 +141,20 @@ func (r *row) issue() *Issue {
 // pick finds the issue req would claim: the first candidate of spec, or the
 // issue req.ID when spec admits it. An --id that spec refuses is explained.
 func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request) (*row, error) {
-	b := spec.next()
-	if req.ID != "" {
-		b = spec.candidates().Where(sq.Eq{"i.id": req.ID}).Limit(1)
-	}
 	var id string
-	if err := queryRow(ctx, conn, b).Scan(&id); errors.Is(err, sql.ErrNoRows) {
-		if req.ID == "" {
-			return nil, nil
+	var err error
+	switch {
+	case req.ID != "":
+		if err = queryRow(ctx, conn, spec.byID(req.ID)).Scan(&id); errors.Is(err, sql.ErrNoRows) {
+			return s.refuse(ctx, conn, spec, req)
 		}
-		return s.refuse(ctx, conn, spec, req)
+	case req.DryRun:
+		err = queryRow(ctx, conn, spec.next()).Scan(&id)
+	default:
+		id, err = s.queue.next(ctx, conn, spec, req, s.now())
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
 	} else if err != nil {
 		return nil, err
 	}

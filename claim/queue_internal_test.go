@@ -1,0 +1,103 @@
+package claim
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/bdclaim/bd-claim/claim/claimtest"
+)
+
+// drainIDs claims until nothing is left and returns the ids in claim order.
+func drainIDs(t *testing.T, s *Store, req Request) []string {
+	t.Helper()
+	var ids []string
+	for {
+		iss, err := s.Claim(context.Background(), req)
+		assert.NilError(t, err)
+		if iss == nil {
+			return ids
+		}
+		ids = append(ids, iss.ID)
+	}
+}
+
+// A Store that claims again and again keeps its order between claims; the
+// result is exactly the order of claiming with a fresh Store each time.
+func TestQueueKeepsClaimOrder(t *testing.T) {
+	want := claimtest.Claimable(t, "0.49.6", "priority")
+	s := openFixture(t, "0.49.6")
+	assert.DeepEqual(t, drainIDs(t, s, Request{Agent: "q"}), want)
+	assert.Assert(t, s.queue.ids != nil, "the order was built and used")
+}
+
+// What the order cannot see: another connection's write invalidates it, a
+// write through the Store's own connection is caught by the check of each
+// queued issue, and time moving on (or back) makes it rebuild.
+func TestQueueNoticesChanges(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	root := claimtest.Fixture(t, "0.49.6")
+	s, err := Open(ctx, Workspace{DBPath: claimtest.DBPath(root)}, Options{Now: func() time.Time { return now }})
+	assert.NilError(t, err)
+	defer s.Close()
+	order := claimtest.Claimable(t, "0.49.6", "priority")
+	claimNext := func() string {
+		t.Helper()
+		iss, err := s.Claim(ctx, Request{Agent: "q"})
+		assert.NilError(t, err)
+		return iss.ID
+	}
+	assert.Equal(t, claimNext(), order[0]) // sorted afresh
+	assert.Equal(t, claimNext(), order[1]) // builds the order
+	assert.Equal(t, len(s.queue.ids), len(order)-2)
+
+	// Another connection closes the next issue: data_version changes.
+	other := claimtest.Open(t, claimtest.DBPath(root))
+	_, err = other.Exec("UPDATE issues SET status = 'closed', closed_at = '2030-01-01T00:00:00Z' WHERE id = ?", order[2])
+	assert.NilError(t, err)
+	assert.Equal(t, claimNext(), order[3])
+	assert.Assert(t, s.queue.ids == nil, "invalidated")
+	assert.Equal(t, claimNext(), order[4]) // rebuilt
+
+	// The Store's own connection closes the next issue: the version stays,
+	// the check of the queued issue skips it.
+	_, err = s.conn.Exec("UPDATE issues SET status = 'closed', closed_at = '2030-01-01T00:00:00Z' WHERE id = ?", order[5])
+	assert.NilError(t, err)
+	assert.Equal(t, claimNext(), order[6])
+
+	now = now.Add(2 * queueTTL) // the order expires
+	assert.Equal(t, claimNext(), order[7])
+	assert.Assert(t, s.queue.ids == nil)
+	now = now.Add(-time.Hour) // the clock went back
+	assert.Equal(t, claimNext(), order[8])
+	assert.Assert(t, s.queue.ids == nil)
+
+	s.queue.taken("not-the-front") // a claim the order did not hand out
+	assert.Equal(t, claimNext(), order[9])
+
+	// Nothing left: the order is empty and the answer is none.
+	for range len(order) {
+		if _, err := s.Claim(ctx, Request{Agent: "q"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	iss, err := s.Claim(ctx, Request{Agent: "q"})
+	assert.NilError(t, err)
+	assert.Assert(t, iss == nil)
+}
+
+// The order query failing (here: a table dropped through the Store's own
+// connection, which leaves data_version as it was) is an error of the claim.
+func TestQueueOrderQueryFails(t *testing.T) {
+	s := openFixture(t, "0.49.6")
+	ctx := context.Background()
+	_, err := s.Claim(ctx, Request{Agent: "q"})
+	assert.NilError(t, err)
+	_, err = s.conn.Exec("DROP TABLE blocked_issues_cache")
+	assert.NilError(t, err)
+	_, err = s.Claim(ctx, Request{Agent: "q"})
+	assert.ErrorContains(t, err, "no such table: blocked_issues_cache")
+}
