@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/bdclaim/bd-claim/db"
@@ -24,8 +23,6 @@ const queueTTL = time.Second
 // queueTTL, takes the next id of the order it already has, after checking
 // that issue against the full specification inside the transaction.
 type queue struct {
-	mu      sync.Mutex
-	key     string
 	version int64
 	at      time.Time
 	ids     []string // the remaining order; nil until the second claim asks for it
@@ -33,21 +30,15 @@ type queue struct {
 
 // next returns the id of the next issue to claim, or sql.ErrNoRows. It runs
 // inside the claim's write transaction, so nothing else can write meanwhile.
-func (q *queue) next(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request, now time.Time) (string, error) {
+func (q *queue) next(ctx context.Context, conn db.DBTX, spec ReadySpecification, now time.Time) (string, error) {
 	var version int64
 	verr := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&version)
-	key, _ := json.Marshal(struct {
-		Agent   string
-		Filters Filters
-	}{req.Agent, req.Filters})
-	q.mu.Lock()
-	defer q.mu.Unlock()
 	var id string
-	if verr != nil || q.key != string(key) || q.version != version || now.Sub(q.at) >= queueTTL || now.Before(q.at) {
+	if verr != nil || q.version != version || now.Sub(q.at) >= queueTTL || now.Before(q.at) {
 		// A first claim, or the world moved (or its version could not be
 		// read): sort afresh, and let the next claim build the whole order
 		// if nothing changes until then.
-		q.key, q.version, q.at, q.ids = string(key), version, now, nil
+		q.version, q.at, q.ids = version, now, nil
 		return id, errors.Join(verr, queryRow(ctx, conn, spec.next()).Scan(&id))
 	}
 	if q.ids == nil {
@@ -68,10 +59,32 @@ func (q *queue) next(ctx context.Context, conn db.DBTX, spec ReadySpecification,
 	return "", sql.ErrNoRows
 }
 
+// maxQueues bounds the orders a Store remembers, one per agent and filters.
+const maxQueues = 64
+
+// queues are a Store's remembered orders, by agent and filters (the order
+// depends on both: an agent may also claim the open issues assigned to it).
+type queues map[string]*queue
+
+// of returns the order for req, starting over when too many are kept.
+func (qs *queues) of(req Request) *queue {
+	key, _ := json.Marshal(struct {
+		Agent   string
+		Filters Filters
+	}{req.Agent, req.Filters})
+	q := (*qs)[string(key)]
+	if q == nil {
+		if len(*qs) >= maxQueues {
+			*qs = queues{}
+		}
+		q = &queue{}
+		(*qs)[string(key)] = q
+	}
+	return q
+}
+
 // taken drops a committed claim from the front of the order.
 func (q *queue) taken(id string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
 	if len(q.ids) > 0 && q.ids[0] == id {
 		q.ids = q.ids[1:]
 	}

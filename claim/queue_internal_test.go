@@ -10,6 +10,13 @@ import (
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
+// orderOf is the order a Store keeps for agent and default filters.
+func orderOf(s *Store, agent string) *queue {
+	var f Filters
+	_ = f.Validate()
+	return s.queues.of(Request{Agent: agent, Filters: f})
+}
+
 // drainIDs claims until nothing is left and returns the ids in claim order.
 func drainIDs(t *testing.T, s *Store, req Request) []string {
 	t.Helper()
@@ -30,7 +37,7 @@ func TestQueueKeepsClaimOrder(t *testing.T) {
 	want := claimtest.Claimable(t, "0.49.6", "priority")
 	s := openFixture(t, "0.49.6")
 	assert.DeepEqual(t, drainIDs(t, s, Request{Agent: "q"}), want)
-	assert.Assert(t, s.queue.ids != nil, "the order was built and used")
+	assert.Assert(t, orderOf(s, "q").ids != nil, "the order was built and used")
 }
 
 // What the order cannot see: another connection's write invalidates it, a
@@ -52,14 +59,14 @@ func TestQueueNoticesChanges(t *testing.T) {
 	}
 	assert.Equal(t, claimNext(), order[0]) // sorted afresh
 	assert.Equal(t, claimNext(), order[1]) // builds the order
-	assert.Equal(t, len(s.queue.ids), len(order)-2)
+	assert.Equal(t, len(orderOf(s, "q").ids), len(order)-2)
 
 	// Another connection closes the next issue: data_version changes.
 	other := claimtest.Open(t, claimtest.DBPath(root))
 	_, err = other.Exec("UPDATE issues SET status = 'closed', closed_at = '2030-01-01T00:00:00Z' WHERE id = ?", order[2])
 	assert.NilError(t, err)
 	assert.Equal(t, claimNext(), order[3])
-	assert.Assert(t, s.queue.ids == nil, "invalidated")
+	assert.Assert(t, orderOf(s, "q").ids == nil, "invalidated")
 	assert.Equal(t, claimNext(), order[4]) // rebuilt
 
 	// The Store's own connection closes the next issue: the version stays,
@@ -70,12 +77,12 @@ func TestQueueNoticesChanges(t *testing.T) {
 
 	now = now.Add(2 * queueTTL) // the order expires
 	assert.Equal(t, claimNext(), order[7])
-	assert.Assert(t, s.queue.ids == nil)
+	assert.Assert(t, orderOf(s, "q").ids == nil)
 	now = now.Add(-time.Hour) // the clock went back
 	assert.Equal(t, claimNext(), order[8])
-	assert.Assert(t, s.queue.ids == nil)
+	assert.Assert(t, orderOf(s, "q").ids == nil)
 
-	s.queue.taken("not-the-front") // a claim the order did not hand out
+	orderOf(s, "q").taken("not-the-front") // a claim the order did not hand out
 	assert.Equal(t, claimNext(), order[9])
 
 	// Nothing left: the order is empty and the answer is none.
@@ -100,4 +107,24 @@ func TestQueueOrderQueryFails(t *testing.T) {
 	assert.NilError(t, err)
 	_, err = s.Claim(ctx, Request{Agent: "q"})
 	assert.ErrorContains(t, err, "no such table: blocked_issues_cache")
+}
+
+// Each agent and set of filters has its own order; a Store keeps a bounded
+// number of them, and agents sharing a Store never claim the same issue.
+func TestQueuesPerAgent(t *testing.T) {
+	s := openFixture(t, "0.49.6")
+	ctx := context.Background()
+	seen := map[string]bool{}
+	for i := range 30 {
+		iss, err := s.Claim(ctx, Request{Agent: []string{"a", "b", "c"}[i%3]})
+		assert.NilError(t, err)
+		assert.Assert(t, !seen[iss.ID], "%s claimed twice", iss.ID)
+		seen[iss.ID] = true
+	}
+	assert.Equal(t, len(s.queues), 3)
+	for i := range maxQueues + 1 {
+		s.queues.of(Request{Agent: string(rune('A' + i))})
+	}
+	// 3 + 65 orders: the 62nd new one found 64 and started over.
+	assert.Equal(t, len(s.queues), 4, "started over when full")
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
@@ -56,7 +57,8 @@ type Store struct {
 	Features  Features
 	conn      *sql.DB
 	stmts     *db.Stmts
-	queue     queue
+	writing   sync.Mutex // held for a claim's write transaction
+	queues    queues     // guarded by writing
 	q         *db.Queries
 	now       func() time.Time
 	retry     db.Retry
@@ -80,7 +82,7 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 		conn.Close()
 		return nil, err
 	}
-	return &Store{Workspace: ws, Features: feat, conn: conn, stmts: db.NewStmts(conn), q: db.New(), now: o.Now, retry: o.Retry}, nil
+	return &Store{Workspace: ws, Features: feat, conn: conn, stmts: db.NewStmts(conn), queues: queues{}, q: db.New(), now: o.Now, retry: o.Retry}, nil
 }
 
 // Close releases the database.
@@ -105,6 +107,11 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Issue, error) {
 		r, err := s.pick(ctx, s.stmts.On(nil), spec, req)
 		return r.issue(), classify(err, "find a ready issue")
 	}
+	// A Store's claims queue here rather than in SQLite: SQLite has one
+	// writer anyway, its busy handler sleeps up to 100ms between looks at
+	// the lock, and one connection at a time keeps the claim order valid.
+	s.writing.Lock()
+	defer s.writing.Unlock()
 	var claimed *Issue
 	err := db.Tx(ctx, s.conn, s.retry, func(tx *sql.Tx) error {
 		conn := s.stmts.On(tx)
@@ -119,7 +126,7 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Issue, error) {
 		return nil, classify(err, "claim an issue")
 	}
 	if claimed != nil {
-		s.queue.taken(claimed.ID)
+		s.queues.of(req).taken(claimed.ID)
 	}
 	return claimed, nil
 }
@@ -151,7 +158,7 @@ func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification,
 	case req.DryRun:
 		err = queryRow(ctx, conn, spec.next()).Scan(&id)
 	default:
-		id, err = s.queue.next(ctx, conn, spec, req, s.now())
+		id, err = s.queues.of(req).next(ctx, conn, spec, s.now())
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
