@@ -3,8 +3,8 @@ package claim_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -148,7 +148,7 @@ func TestClaimByIDReasons(t *testing.T) {
 	assert.Equal(t, claim.ErrorCode(err), claim.EAlready)
 	assert.ErrorContains(t, err, "held by bob")
 	var ce *claim.Error
-	assert.Assert(t, errorsAs(err, &ce) && ce.Holder == "bob")
+	assert.Assert(t, errors.As(err, &ce) && ce.Holder == "bob")
 
 	_, err = s.Claim(ctx, claim.Request{Agent: "why", ID: "fx-nope"})
 	assert.Equal(t, claim.ErrorCode(err), claim.ENotFound)
@@ -227,10 +227,4 @@ func TestFiltersAgainstBdReady(t *testing.T) {
 			}
 		})
 	}
-}
-
-func errorsAs(err error, target **claim.Error) bool {
-	e, ok := err.(*claim.Error)
-	*target = e
-	return ok && strings.HasPrefix(e.Error(), string(e.Code))
 }

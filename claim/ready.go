@@ -23,7 +23,6 @@ type ReadySpecification struct {
 	Rules []Rule
 	Order string // ORDER BY clause
 	Args  []any  // arguments of Order
-	Now   string // "now" as SQLite datetime text
 	sort  Sort
 }
 
@@ -35,7 +34,7 @@ const bdSQLiteTime = "2006-01-02 15:04:05"
 // and set of filters, as of now.
 func NewReadySpecification(feat Features, agent string, f Filters, now time.Time) ReadySpecification {
 	nowText := now.UTC().Format(bdSQLiteTime)
-	spec := ReadySpecification{Now: nowText, sort: f.Sort}
+	spec := ReadySpecification{sort: f.Sort}
 	add := func(name, reason string, pred sq.Sqlizer) {
 		spec.Rules = append(spec.Rules, Rule{Name: name, Reason: reason, Pred: pred})
 	}

@@ -60,6 +60,8 @@ type Store struct {
 	writing   sync.Mutex // held for a claim's write transaction
 	queues    queues     // guarded by writing
 	q         *db.Queries
+	readCols  []string // the issues columns read for a claim (see read)
+	readSQL   string
 	now       func() time.Time
 	retry     db.Retry
 }
@@ -82,7 +84,16 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 		conn.Close()
 		return nil, err
 	}
-	return &Store{Workspace: ws, Features: feat, conn: conn, stmts: db.NewStmts(conn), queues: queues{}, q: db.New(), now: o.Now, retry: o.Retry}, nil
+	s := &Store{Workspace: ws, Features: feat, conn: conn, stmts: db.NewStmts(conn), queues: queues{}, q: db.New(), now: o.Now, retry: o.Retry}
+	// Every column is read as text (NULL stays NULL): bd's timestamps are
+	// text, and the hash encodes numbers as decimal text anyway.
+	s.readCols = feat.readColumns()
+	exprs := make([]string, len(s.readCols))
+	for i, c := range s.readCols {
+		exprs[i] = "CAST(" + c + " AS TEXT)"
+	}
+	s.readSQL, _ = sq.Select(exprs...).From("issues").Where("id = ?").MustSql()
+	return s, nil
 }
 
 // Close releases the database.
@@ -104,7 +115,7 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Issue, error) {
 	}
 	spec := NewReadySpecification(s.Features, req.Agent, req.Filters, s.now())
 	if req.DryRun {
-		r, err := s.pick(ctx, s.stmts.On(nil), spec, req)
+		r, err := s.pick(ctx, s.stmts.On(nil), spec, req, nil)
 		return r.issue(), classify(err, "find a ready issue")
 	}
 	// A Store's claims queue here rather than in SQLite: SQLite has one
@@ -112,10 +123,11 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Issue, error) {
 	// the lock, and one connection at a time keeps the claim order valid.
 	s.writing.Lock()
 	defer s.writing.Unlock()
+	q := s.queues.of(req)
 	var claimed *Issue
 	err := db.Tx(ctx, s.conn, s.retry, func(tx *sql.Tx) error {
 		conn := s.stmts.On(tx)
-		r, err := s.pick(ctx, conn, spec, req)
+		r, err := s.pick(ctx, conn, spec, req, q)
 		if err == nil && r != nil && r.Issue.Status == "open" {
 			err = s.write(ctx, conn, r, req.Agent)
 		}
@@ -126,7 +138,7 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Issue, error) {
 		return nil, classify(err, "claim an issue")
 	}
 	if claimed != nil {
-		s.queues.of(req).taken(claimed.ID)
+		q.taken(claimed.ID)
 	}
 	return claimed, nil
 }
@@ -145,9 +157,10 @@ func (r *row) issue() *Issue {
 	return &r.Issue
 }
 
-// pick finds the issue req would claim: the first candidate of spec, or the
-// issue req.ID when spec admits it. An --id that spec refuses is explained.
-func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request) (*row, error) {
+// pick finds the issue req would claim: the first candidate of spec (from
+// the remembered order q, when there is one), or the issue req.ID when spec
+// admits it. An --id that spec refuses is explained.
+func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request, q *queue) (*row, error) {
 	var id string
 	var err error
 	switch {
@@ -155,10 +168,10 @@ func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification,
 		if err = queryRow(ctx, conn, spec.byID(req.ID)).Scan(&id); errors.Is(err, sql.ErrNoRows) {
 			return s.refuse(ctx, conn, spec, req)
 		}
-	case req.DryRun:
+	case q == nil:
 		err = queryRow(ctx, conn, spec.next()).Scan(&id)
 	default:
-		id, err = s.queues.of(req).next(ctx, conn, spec, s.now())
+		id, err = q.next(ctx, conn, spec, s.now())
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -206,18 +219,14 @@ func (s *Store) refuse(ctx context.Context, conn db.DBTX, spec ReadySpecificatio
 }
 
 // read loads one issue with the columns this workspace's bd version hashes.
-// Every column is read as text (NULL stays NULL): bd's timestamps are text,
-// and the hash encodes numbers as decimal text anyway.
 func (s *Store) read(ctx context.Context, conn db.DBTX, id string) (*row, error) {
-	cols := s.Features.readColumns()
-	exprs := make([]string, len(cols))
+	cols := s.readCols
 	vals := make([]sql.NullString, len(cols))
 	ptrs := make([]any, len(cols))
-	for i, c := range cols {
-		exprs[i] = "CAST(" + c + " AS TEXT)"
+	for i := range cols {
 		ptrs[i] = &vals[i]
 	}
-	err := queryRow(ctx, conn, sq.Select(exprs...).From("issues").Where(sq.Eq{"id": id})).Scan(ptrs...)
+	err := conn.QueryRowContext(ctx, s.readSQL, id).Scan(ptrs...)
 	if err != nil {
 		return nil, err
 	}
