@@ -77,7 +77,7 @@ func BenchmarkClaim(b *testing.B) {
 			left = len(d.Ready)
 			b.StartTimer()
 		}
-		iss, err := s.Claim(ctx, claim.Request{Agent: "bench"})
+		iss, err := issueOf(s.Claim(ctx, claim.Request{Agent: "bench"}))
 		if err != nil || iss == nil {
 			b.Fatalf("claim %d: %v, %v", left, iss, err)
 		}
@@ -91,7 +91,7 @@ func BenchmarkClaimDryRun(b *testing.B) {
 	s := benchStore(b, benchDemo(b))
 	b.ResetTimer()
 	for range b.N {
-		iss, err := s.Claim(ctx, claim.Request{Agent: "bench", DryRun: true})
+		iss, err := issueOf(s.Claim(ctx, claim.Request{Agent: "bench", DryRun: true}))
 		if err != nil || iss == nil {
 			b.Fatalf("dry run: %v, %v", iss, err)
 		}

@@ -37,7 +37,7 @@ func TestClaimFootprint(t *testing.T) {
 			assert.NilError(t, conn.QueryRow("SELECT CAST(updated_at AS TEXT), content_hash FROM issues WHERE id = ?", id).Scan(&oldUpdated, &oldHash))
 
 			s := openStore(t, root, claim.Options{})
-			iss, err := s.Claim(context.Background(), claim.Request{Agent: "footprint-agent"})
+			iss, err := issueOf(s.Claim(context.Background(), claim.Request{Agent: "footprint-agent"}))
 			assert.NilError(t, err)
 			assert.Equal(t, iss.ID, id)
 			after := snapshot(t, root)
@@ -92,7 +92,7 @@ func TestClaimUpdatedAtAlwaysIncreases(t *testing.T) {
 	root := fixture(t, "0.49.6")
 	past := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := openStore(t, root, claim.Options{Now: func() time.Time { return past }})
-	iss, err := s.Claim(context.Background(), claim.Request{Agent: "a"})
+	iss, err := issueOf(s.Claim(context.Background(), claim.Request{Agent: "a"}))
 	assert.NilError(t, err)
 	var created string
 	assert.NilError(t, claimtest.Open(t, claimtest.DBPath(root)).QueryRow("SELECT CAST(created_at AS TEXT) FROM issues WHERE id = ?", iss.ID).Scan(&created))
@@ -111,7 +111,7 @@ func TestClaimByIDAgreesWithBdReady(t *testing.T) {
 			ready := expectedClaims(t, v, claim.SortPriority)
 			for key, c := range cases(t, v) {
 				req := claim.Request{Agent: "id-agent", ID: c.ID, DryRun: true}
-				iss, err := s.Claim(context.Background(), req)
+				iss, err := issueOf(s.Claim(context.Background(), req))
 				switch {
 				case slices.Contains(ready, c.ID):
 					assert.NilError(t, err, key)
@@ -164,11 +164,11 @@ func TestClaimByIDIdempotent(t *testing.T) {
 	s := openStore(t, root, claim.Options{})
 	ctx := context.Background()
 	id := cases(t, "0.49.6")["A01"].ID
-	first, err := s.Claim(ctx, claim.Request{Agent: "agent-a", ID: id})
+	first, err := issueOf(s.Claim(ctx, claim.Request{Agent: "agent-a", ID: id}))
 	assert.NilError(t, err)
 	assert.Equal(t, first.Status, "in_progress")
 	before := snapshot(t, root)
-	again, err := s.Claim(ctx, claim.Request{Agent: "agent-a", ID: id})
+	again, err := issueOf(s.Claim(ctx, claim.Request{Agent: "agent-a", ID: id}))
 	assert.NilError(t, err)
 	assert.DeepEqual(t, again, first)
 	assert.DeepEqual(t, snapshot(t, root), before)
@@ -214,7 +214,7 @@ func TestFiltersAgainstBdReady(t *testing.T) {
 				}
 			}
 			for {
-				iss, err := s.Claim(context.Background(), claim.Request{Agent: tc.agent, Filters: tc.f})
+				iss, err := issueOf(s.Claim(context.Background(), claim.Request{Agent: tc.agent, Filters: tc.f}))
 				assert.NilError(t, err)
 				if iss == nil {
 					break
@@ -228,3 +228,6 @@ func TestFiltersAgainstBdReady(t *testing.T) {
 		})
 	}
 }
+
+// issueOf returns the claimed issue of a Claim call.
+func issueOf(res claim.Result, err error) (*claim.Issue, error) { return res.Issue, err }

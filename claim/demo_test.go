@@ -110,7 +110,7 @@ func TestDemoDrain(t *testing.T) {
 	assert.Equal(t, s.Features.Version.String(), "0.49.6")
 	var got []string
 	for {
-		iss, err := s.Claim(context.Background(), claim.Request{Agent: "drain"})
+		iss, err := issueOf(s.Claim(context.Background(), claim.Request{Agent: "drain"}))
 		assert.NilError(t, err)
 		if iss == nil {
 			break
@@ -190,7 +190,7 @@ func TestDemoEmpty(t *testing.T) {
 	s, err := claim.Open(context.Background(), demo.Workspace, claim.Options{})
 	assert.NilError(t, err)
 	defer s.Close()
-	iss, err := s.Claim(context.Background(), claim.Request{Agent: "x"})
+	iss, err := issueOf(s.Claim(context.Background(), claim.Request{Agent: "x"}))
 	assert.NilError(t, err)
 	assert.Assert(t, iss == nil)
 }

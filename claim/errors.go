@@ -20,6 +20,7 @@ const (
 	EAlready      Code = "ALREADY_CLAIMED"     // --id: someone else holds the issue
 	ENotClaimable Code = "NOT_CLAIMABLE"       // --id: the issue exists but is not ready
 	ENotFound     Code = "ISSUE_NOT_FOUND"     // --id: no such issue
+	EInterrupted  Code = "INTERRUPTED"         // a signal (or a cancelled context) stopped the command before it wrote anything
 )
 
 // Error is a classified error with a message written for the person or
@@ -29,6 +30,8 @@ type Error struct {
 	Message string
 	// Holder names the agent that holds the issue, for EAlready.
 	Holder string
+	// HolderClaimID is the holder's claim_id, for EAlready when known.
+	HolderClaimID int64
 	// Err is the underlying error, if any (a driver error, context.Canceled...).
 	Err error
 }

@@ -67,6 +67,7 @@ var minimalColumns = []struct{ table, cols string }{
 	{"blocked_issues_cache", "issue_id TEXT"},
 	{"events", "id INTEGER PRIMARY KEY AUTOINCREMENT, issue_id TEXT, event_type TEXT, actor TEXT, old_value TEXT, " +
 		"new_value TEXT, comment TEXT, created_at DATETIME DEFAULT CURRENT_TIMESTAMP"},
+	{"comments", "issue_id TEXT, author TEXT, text TEXT, created_at DATETIME"},
 	{"dirty_issues", "issue_id TEXT PRIMARY KEY, marked_at DATETIME"},
 	{"metadata", "key TEXT PRIMARY KEY, value TEXT"},
 	{"config", "key TEXT PRIMARY KEY, value TEXT"},
@@ -113,7 +114,7 @@ func TestMinimalSchemaClaims(t *testing.T) {
 	s, err := Open(context.Background(), Workspace{DBPath: path}, Options{})
 	assert.NilError(t, err)
 	defer s.Close()
-	iss, err := s.Claim(context.Background(), Request{Agent: "mini"})
+	iss, err := issueOf(s.Claim(context.Background(), Request{Agent: "mini"}))
 	assert.NilError(t, err)
 	assert.Equal(t, iss.ID, "mini-1")
 	assert.Equal(t, iss.Status, "in_progress")
@@ -295,7 +296,7 @@ func TestExcludeIDPatternsDecideClaims(t *testing.T) {
 			assert.NilError(t, err)
 			defer s.Close()
 			for _, id := range ids {
-				iss, err := s.Claim(context.Background(), Request{Agent: "p", ID: id, DryRun: true})
+				iss, err := issueOf(s.Claim(context.Background(), Request{Agent: "p", ID: id, DryRun: true}))
 				if slices.Contains(tc.excluded, id) {
 					assert.Equal(t, ErrorCode(err), ENotClaimable, "%s: %v", id, err)
 					assert.ErrorContains(t, err, "(ready.exclude_id_patterns)")
@@ -431,14 +432,14 @@ func TestClaimIsAllOrNothing(t *testing.T) {
 				want := claimtest.Claimable(t, v, "priority")[0]
 				before := claimtest.Snapshot(t, path)
 
-				iss, err := s.Claim(context.Background(), Request{Agent: "faulty"})
+				iss, err := issueOf(s.Claim(context.Background(), Request{Agent: "faulty"}))
 				assert.Assert(t, iss == nil)
 				assert.Equal(t, ErrorCode(err), tc.code, "%v", err)
 				assert.ErrorContains(t, err, tc.msg)
 				assert.DeepEqual(t, claimtest.Diff(before, claimtest.Snapshot(t, path)), map[string][2][]string{})
 
 				exec(t, path, "DROP TRIGGER fault")
-				iss, err = s.Claim(context.Background(), Request{Agent: "faulty"})
+				iss, err = issueOf(s.Claim(context.Background(), Request{Agent: "faulty"}))
 				assert.NilError(t, err)
 				assert.Equal(t, iss.ID, want)
 				var events int
@@ -471,7 +472,7 @@ func TestClaimBusy(t *testing.T) {
 	assert.NilError(t, err)
 
 	start := time.Now()
-	iss, err := s.Claim(ctx, Request{Agent: "patient"})
+	iss, err := issueOf(s.Claim(ctx, Request{Agent: "patient"}))
 	elapsed := time.Since(start)
 	assert.Assert(t, iss == nil)
 	assert.Equal(t, ErrorCode(err), EBusy, "%v", err)
@@ -480,14 +481,14 @@ func TestClaimBusy(t *testing.T) {
 	assert.Assert(t, elapsed < 5*time.Second, "took %s", elapsed)
 
 	want := claimtest.Claimable(t, "0.49.6", "priority")[0]
-	dry, err := s.Claim(ctx, Request{Agent: "patient", DryRun: true})
+	dry, err := issueOf(s.Claim(ctx, Request{Agent: "patient", DryRun: true}))
 	assert.NilError(t, err)
 	assert.Equal(t, dry.ID, want)
 	assert.Equal(t, dry.Status, "open")
 
 	assert.NilError(t, lock.Rollback())
 	assert.DeepEqual(t, claimtest.Diff(before, claimtest.Snapshot(t, path)), map[string][2][]string{})
-	iss, err = s.Claim(ctx, Request{Agent: "patient"})
+	iss, err = issueOf(s.Claim(ctx, Request{Agent: "patient"}))
 	assert.NilError(t, err)
 	assert.Equal(t, iss.ID, want)
 }
@@ -521,7 +522,7 @@ func TestClaimRejectsBadRequests(t *testing.T) {
 		{Request{Agent: "ok", Filters: Filters{Sort: "random"}}, `unknown sort "random"`},
 		{Request{Agent: "ok", DryRun: true, Filters: Filters{IncludeLabels: []string{""}}}, "empty value"},
 	} {
-		iss, err := s.Claim(context.Background(), tc.req)
+		iss, err := issueOf(s.Claim(context.Background(), tc.req))
 		assert.Assert(t, iss == nil)
 		assert.Equal(t, ErrorCode(err), EInvalid)
 		assert.ErrorContains(t, err, tc.msg)
@@ -548,7 +549,7 @@ func TestClaimSchemaChangedAfterOpen(t *testing.T) {
 				s, path := store(t, "0.49.6", Options{})
 				exec(t, path, tc.change)
 				before := claimtest.Snapshot(t, path)
-				iss, err := s.Claim(context.Background(), Request{Agent: "a", DryRun: dry})
+				iss, err := issueOf(s.Claim(context.Background(), Request{Agent: "a", DryRun: dry}))
 				assert.Assert(t, iss == nil)
 				assert.Equal(t, ErrorCode(err), EUnexpected, "%v", err)
 				assert.ErrorContains(t, err, tc.msg)
@@ -662,7 +663,7 @@ func lastOldValue(t *testing.T, path, id string) string {
 // from the columns).
 func TestClaimLegacyExternalRef(t *testing.T) {
 	s, path, id := firstClaimable(t, "0.27.2", "external_ref = 'gh-42'")
-	iss, err := s.Claim(context.Background(), Request{Agent: "ref-agent"})
+	iss, err := issueOf(s.Claim(context.Background(), Request{Agent: "ref-agent"}))
 	assert.NilError(t, err)
 	assert.Equal(t, iss.ID, id)
 	assert.Assert(t, iss.ExternalRef != nil)
@@ -687,7 +688,7 @@ func TestClaimLegacyExternalRef(t *testing.T) {
 func TestClaimEventPayloadUnusualColumns(t *testing.T) {
 	s, path, id := firstClaimable(t, "0.49.6",
 		`metadata = '{ "files" : [1, 2] }', crystallizes = 1, waiters = '["w1","w2"]', external_ref = 'jira-7', created_at = 'last tuesday'`)
-	iss, err := s.Claim(context.Background(), Request{Agent: "payload", ID: id}) // its created_at no longer sorts
+	iss, err := issueOf(s.Claim(context.Background(), Request{Agent: "payload", ID: id})) // its created_at no longer sorts
 	assert.NilError(t, err)
 	assert.Equal(t, iss.ID, id)
 	assert.Equal(t, *iss.ExternalRef, "jira-7")
@@ -711,7 +712,7 @@ func TestClaimInvalidMetadataFallsBackToID(t *testing.T) {
 	_, err := json.Marshal(struct{ M json.RawMessage }{json.RawMessage(`{broken`)})
 	assert.ErrorContains(t, err, "invalid character", "Go's json.Marshal refuses invalid RawMessage, which is what bd runs")
 	s, path, id := firstClaimable(t, "0.49.6", `metadata = '{broken'`)
-	iss, err := s.Claim(context.Background(), Request{Agent: "meta"})
+	iss, err := issueOf(s.Claim(context.Background(), Request{Agent: "meta"}))
 	assert.NilError(t, err)
 	assert.Equal(t, iss.ID, id)
 	assert.Equal(t, lastOldValue(t, path, id), `{"id":"`+id+`"}`)
@@ -737,12 +738,18 @@ func TestContentHashWaiters(t *testing.T) {
 	assert.Assert(t, ab != hashWith(sql.NullString{String: `["b","a"]`, Valid: true}))
 }
 
-// A cancelled claim keeps its cause for errors.Is.
+// A claim cancelled before it starts writes nothing, says INTERRUPTED and
+// keeps its cause for errors.Is.
 func TestClaimCancelledUnwraps(t *testing.T) {
 	s := openFixture(t, "0.49.6")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := s.Claim(ctx, Request{Agent: "a"})
-	assert.Assert(t, errors.Is(err, context.Canceled), "%v", err)
-	assert.Equal(t, ErrorCode(err), EUnexpected)
+	for _, dry := range []bool{false, true} {
+		_, err := s.Claim(ctx, Request{Agent: "a", DryRun: dry})
+		assert.Assert(t, errors.Is(err, context.Canceled), "%v", err)
+		assert.Equal(t, ErrorCode(err), EInterrupted)
+	}
 }
+
+// issueOf returns the claimed issue of a Claim call.
+func issueOf(res Result, err error) (*Issue, error) { return res.Issue, err }

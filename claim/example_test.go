@@ -29,14 +29,14 @@ func ExampleStore_Claim() {
 	defer store.Close()
 
 	for range 3 {
-		issue, err := store.Claim(ctx, claim.Request{Agent: "worker-1"})
+		res, err := store.Claim(ctx, claim.Request{Agent: "worker-1"})
 		switch {
 		case err != nil:
 			fmt.Println(claim.ErrorCode(err), claim.ErrorMessage(err))
-		case issue == nil:
+		case res.Issue == nil:
 			fmt.Println("no work")
 		default:
-			fmt.Printf("claimed %s (P%d) as %s\n", issue.ID, issue.Priority, issue.Status)
+			fmt.Printf("claimed %s (P%d) as %s\n", res.Issue.ID, res.Issue.Priority, res.Issue.Status)
 		}
 	}
 	// Output:

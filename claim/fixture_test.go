@@ -43,7 +43,7 @@ func TestClaimOrderMatchesBdReady(t *testing.T) {
 				s := openStore(t, fixture(t, v), claim.Options{Now: func() time.Time { return at }})
 				var got []string
 				for {
-					iss, err := s.Claim(context.Background(), claim.Request{Agent: "order-check", Filters: claim.Filters{Sort: sort}})
+					iss, err := issueOf(s.Claim(context.Background(), claim.Request{Agent: "order-check", Filters: claim.Filters{Sort: sort}}))
 					assert.NilError(t, err)
 					if iss == nil {
 						break

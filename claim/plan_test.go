@@ -18,6 +18,8 @@ var (
 	planSearchIssues = regexp.MustCompile(`^SEARCH (i|issues) USING (COVERING )?(INDEX|PRIMARY KEY|INTEGER PRIMARY KEY)\b`)
 	// Any full pass over a table: "SCAN i", and also "SCAN i USING INDEX x",
 	// which walks the whole index. Only SQLite's constant row is harmless.
+	// A SCAN of a (subquery-N) co-routine reads the one row of an
+	// aggregate (an issue's failure count), not a table.
 	planScan = regexp.MustCompile(`^SCAN (\S+)`)
 )
 
@@ -78,14 +80,14 @@ func TestClaimQueryPlanUsesIndexes(t *testing.T) {
 			for fname, f := range filters {
 				t.Run(fname, func(t *testing.T) {
 					assert.NilError(t, f.Validate())
-					spec := claim.NewReadySpecification(feat, "plan-agent", f, time.Now())
+					spec := claim.NewReadySpecification(feat, "plan-agent", f, claim.DefaultPolicy, time.Now())
 					query, args := spec.CandidateSQL() // what Store.Claim runs
 					plan := planDetails(t, path, query, args)
 					t.Logf("query: %s\nplan:\n  %s", query, strings.Join(plan, "\n  "))
 					searched := false
 					for _, d := range plan {
 						searched = searched || planSearchIssues.MatchString(d)
-						if m := planScan.FindStringSubmatch(d); m != nil && m[1] != "CONSTANT" {
+						if m := planScan.FindStringSubmatch(d); m != nil && m[1] != "CONSTANT" && !strings.HasPrefix(m[1], "(subquery-") {
 							t.Errorf("the claim query reads %s in full (%q)", m[1], d)
 						}
 					}

@@ -22,7 +22,7 @@ func drainIDs(t *testing.T, s *Store, req Request) []string {
 	t.Helper()
 	var ids []string
 	for {
-		iss, err := s.Claim(context.Background(), req)
+		iss, err := issueOf(s.Claim(context.Background(), req))
 		assert.NilError(t, err)
 		if iss == nil {
 			return ids
@@ -53,7 +53,7 @@ func TestQueueNoticesChanges(t *testing.T) {
 	order := claimtest.Claimable(t, "0.49.6", "priority")
 	claimNext := func() string {
 		t.Helper()
-		iss, err := s.Claim(ctx, Request{Agent: "q"})
+		iss, err := issueOf(s.Claim(ctx, Request{Agent: "q"}))
 		assert.NilError(t, err)
 		return iss.ID
 	}
@@ -91,7 +91,7 @@ func TestQueueNoticesChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	iss, err := s.Claim(ctx, Request{Agent: "q"})
+	iss, err := issueOf(s.Claim(ctx, Request{Agent: "q"}))
 	assert.NilError(t, err)
 	assert.Assert(t, iss == nil)
 }
@@ -116,7 +116,7 @@ func TestQueuesPerAgent(t *testing.T) {
 	ctx := context.Background()
 	seen := map[string]bool{}
 	for i := range 30 {
-		iss, err := s.Claim(ctx, Request{Agent: []string{"a", "b", "c"}[i%3]})
+		iss, err := issueOf(s.Claim(ctx, Request{Agent: []string{"a", "b", "c"}[i%3]}))
 		assert.NilError(t, err)
 		assert.Assert(t, !seen[iss.ID], "%s claimed twice", iss.ID)
 		seen[iss.ID] = true

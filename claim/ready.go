@@ -11,14 +11,15 @@ import (
 // Rule is one condition an issue must meet to be claimed, with the reason
 // given when it does not.
 type Rule struct {
-	Name   string     // stable key: status, blocked, pinned, label...
+	Name   string     // stable key: status, blocked, pinned, label:NAME...
 	Reason string     // what a refused --id claim says when the rule fails
 	Pred   sq.Sqlizer // true for issues that pass; the issues row is aliased i
 }
 
 // ReadySpecification is the one definition of "claimable" that claim-next,
-// --id and --dry-run share: bd ready's predicate for the workspace's bd
-// version, plus status open, the assignee rule and the agent's filters.
+// --id, --dry-run and --explain share: bd ready's predicate for the
+// workspace's bd version, plus status open (or in_progress under an expired
+// lease), the assignee rule, the failure policy and the agent's filters.
 type ReadySpecification struct {
 	Rules []Rule
 	Order string // ORDER BY clause
@@ -30,27 +31,33 @@ type ReadySpecification struct {
 // comparison with datetime(...) in bd's queries works in.
 const bdSQLiteTime = "2006-01-02 15:04:05"
 
-// NewReadySpecification builds the specification for one workspace, agent
-// and set of filters, as of now.
-func NewReadySpecification(feat Features, agent string, f Filters, now time.Time) ReadySpecification {
+// NewReadySpecification builds the specification for one workspace, agent,
+// failure policy and set of filters, as of now.
+func NewReadySpecification(feat Features, agent string, f Filters, p Policy, now time.Time) ReadySpecification {
 	nowText := now.UTC().Format(bdSQLiteTime)
 	spec := ReadySpecification{sort: f.Sort}
 	add := func(name, reason string, pred sq.Sqlizer) {
 		spec.Rules = append(spec.Rules, Rule{Name: name, Reason: reason, Pred: pred})
 	}
-	add("status", "its status is not open", sq.Expr("i.status = 'open'"))
+	// The IN term keeps idx_issues_status_priority usable; an in_progress
+	// issue passes only once its lease has expired (a takeover).
+	expired := leaseExpired(now)
+	add("status", "its status is not open", sq.Expr("(i.status IN ('open', 'in_progress') AND (i.status = 'open' OR ?))", expired))
 	add("blocked", "it is blocked by an open dependency (blocked_issues_cache)",
 		sq.Expr("NOT EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = i.id)"))
 	if f.OnlyUnassigned {
-		add("assignee", "it is already assigned", sq.Expr("(i.assignee IS NULL OR i.assignee = '')"))
+		add("assignee", "it is already assigned", sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.status = 'in_progress')"))
 	} else {
-		add("assignee", "it is assigned to someone else", sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.assignee = ?)", agent))
+		add("assignee", "it is assigned to someone else", sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.assignee = ? OR i.status = 'in_progress')", agent))
 	}
 	for _, r := range feat.bdReadyRules(nowText, len(f.Types) > 0) {
 		add(r.Name, r.Reason, r.Pred)
 	}
+	for _, r := range p.rules(now) {
+		add(r.Name, r.Reason, r.Pred)
+	}
 	for _, l := range f.IncludeLabels {
-		add("label", fmt.Sprintf("it lacks the label %q", l),
+		add("label:"+l, fmt.Sprintf("it lacks the label %q", l),
 			sq.Expr("EXISTS (SELECT 1 FROM labels l WHERE l.issue_id = i.id AND l.label = ?)", l))
 	}
 	if len(f.ExcludeLabels) > 0 {
@@ -110,10 +117,36 @@ func (feat Features) bdReadyRules(now string, typeFilter bool) []Rule {
 			sq.Expr("(i.defer_until IS NULL OR datetime(i.defer_until) <= datetime(?))", now)})
 	}
 	for _, p := range feat.ExcludeIDPatterns {
-		rules = append(rules, Rule{"id_pattern", fmt.Sprintf("its id matches the excluded pattern %q (ready.exclude_id_patterns)", p),
+		rules = append(rules, Rule{"id_pattern:" + p, fmt.Sprintf("its id matches the excluded pattern %q (ready.exclude_id_patterns)", p),
 			sq.Expr("i.id NOT LIKE ?", "%"+p+"%")})
 	}
 	return rules
+}
+
+// failuresSQL counts the failed attempts of issue i since its last reset:
+// two lookups in idx_events_issue_type, whatever the size of events.
+const failuresSQL = `SELECT count(*) AS n, max(f.created_at) AS last FROM events f
+	WHERE f.issue_id = i.id AND f.event_type = 'status_changed' AND f.comment LIKE '` + failedPrefix + `%'
+	  AND f.id > COALESCE((SELECT max(r.id) FROM events r
+	      WHERE r.issue_id = i.id AND r.event_type = 'commented' AND r.comment LIKE '` + resetPrefix + `%'), 0)`
+
+// rules are the failure policy's exclusions: an issue waits out its
+// backoff after a failed attempt, and an abandoned one (max-failures
+// reached, or carrying the abandoned label) waits for a reset.
+func (p Policy) rules(now time.Time) []Rule {
+	var rules []Rule
+	if p.BackoffInitial > 0 {
+		rules = append(rules, Rule{"backoff", "it is in backoff after a failed attempt", sq.Expr(
+			"NOT EXISTS (SELECT 1 FROM ("+failuresSQL+") WHERE n > 0 AND unixepoch(last) + min(?, ? * pow(?, n - 1)) > ?)",
+			p.BackoffMax.Seconds(), p.BackoffInitial.Seconds(), p.BackoffMultiplier, now.Unix())})
+	}
+	abandoned := sq.Expr("NOT EXISTS (SELECT 1 FROM labels l WHERE l.issue_id = i.id AND l.label = ?)", p.AbandonedLabel)
+	reason := fmt.Sprintf("it is abandoned: it has the label %s (bd-claim reset clears it)", p.AbandonedLabel)
+	if p.MaxFailures > 0 {
+		abandoned = sq.Expr("(? AND (SELECT n FROM ("+failuresSQL+")) < ?)", abandoned, p.MaxFailures)
+		reason = fmt.Sprintf("it is abandoned: it has the label %s or %d failed attempts (bd-claim reset clears them)", p.AbandonedLabel, p.MaxFailures)
+	}
+	return append(rules, Rule{"abandoned", reason, abandoned})
 }
 
 // excludedTypes lists the issue types bd ready never lists at version v.

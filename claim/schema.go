@@ -65,7 +65,8 @@ var requiredColumns = []struct {
 	{"labels", []string{"issue_id", "label"}},
 	{"dependencies", []string{"issue_id", "depends_on_id", "type"}},
 	{"blocked_issues_cache", []string{"issue_id"}},
-	{"events", []string{"issue_id", "event_type", "actor", "old_value", "new_value", "comment", "created_at"}},
+	{"events", []string{"id", "issue_id", "event_type", "actor", "old_value", "new_value", "comment", "created_at"}},
+	{"comments", []string{"issue_id", "author", "text", "created_at"}},
 	{"dirty_issues", []string{"issue_id", "marked_at"}},
 	{"metadata", []string{"key", "value"}},
 	{"config", []string{"key", "value"}},
@@ -154,6 +155,9 @@ func classify(err error, doing string) error {
 	var e *Error
 	if err == nil || errors.As(err, &e) {
 		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Code: EInterrupted, Message: "interrupted before it could " + doing + "; nothing was written", Err: err}
 	}
 	code, detail := EUnexpected, err.Error()
 	switch db.Code(err) {

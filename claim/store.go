@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,29 @@ type Request struct {
 	Filters Filters
 	ID      string // claim this issue only (compare-and-swap); "" = the next ready one
 	DryRun  bool   // report what would be claimed, change nothing
+	// ClaimID, with ID, fences a re-claim: it succeeds only while Agent
+	// still holds the issue under this claim.
+	ClaimID int64
+	Lease   time.Duration // lease of the claim; 0 = none (held until released)
+	MaxHeld int           // claim nothing while Agent holds this many in_progress issues; 0 = no limit
+	Wait    time.Duration // when nothing is claimable, keep watching this long
+}
+
+// Result is the outcome of a claim. Issue is nil when nothing was
+// claimable; Reason then says why when it is more than "no ready issue".
+type Result struct {
+	Issue    *Issue
+	ClaimID  int64   // the claim's fencing token: the id of its claim event (0 on a dry run)
+	Lease    *Lease  // nil without a lease
+	TookOver *Holder // the holder whose expired lease this claim took over
+	Reason   string
+}
+
+// Holder is an agent holding an issue under one claim.
+type Holder struct {
+	Agent      string     `json:"agent"`
+	ClaimID    int64      `json:"claim_id"`
+	LeaseUntil *time.Time `json:"lease_expires_at,omitempty"`
 }
 
 // Options configure a Store.
@@ -48,6 +72,8 @@ type Options struct {
 	Retry db.Retry
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Policy is the failure policy (default DefaultPolicy).
+	Policy *Policy
 }
 
 // Store claims issues in one Beads database. Open it once, claim many times;
@@ -64,6 +90,7 @@ type Store struct {
 	readSQL   string
 	now       func() time.Time
 	retry     db.Retry
+	policy    Policy
 }
 
 // Open checks the database at ws.DBPath and returns a Store on it. Nothing
@@ -78,13 +105,16 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Policy == nil {
+		o.Policy = &DefaultPolicy
+	}
 	conn := db.Open(ws.DBPath, o.BusyTimeout)
 	feat, err := DetectFeatures(ctx, conn)
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
-	s := &Store{Workspace: ws, Features: feat, conn: conn, stmts: db.NewStmts(conn), queues: queues{}, q: db.New(), now: o.Now, retry: o.Retry}
+	s := &Store{Workspace: ws, Features: feat, conn: conn, stmts: db.NewStmts(conn), queues: queues{}, q: db.New(), now: o.Now, retry: o.Retry, policy: *o.Policy}
 	// Every column is read as text (NULL stays NULL): bd's timestamps are
 	// text, and the hash encodes numbers as decimal text anyway.
 	s.readCols = feat.readColumns()
@@ -103,44 +133,81 @@ func (s *Store) Close() error {
 }
 
 // Claim claims one issue for req.Agent, or with req.DryRun only finds it.
-// A nil issue with a nil error means no issue is available. The row update,
-// its event and its dirty mark are written in one BEGIN IMMEDIATE
+// A nil Result.Issue with a nil error means no issue is available. The row
+// update, its event and its dirty mark are written in one BEGIN IMMEDIATE
 // transaction, so they land together or not at all.
-func (s *Store) Claim(ctx context.Context, req Request) (*Issue, error) {
+func (s *Store) Claim(ctx context.Context, req Request) (Result, error) {
+	if err := req.validate(); err != nil {
+		return Result{}, err
+	}
+	res, err := s.claimOnce(ctx, req)
+	if err != nil || res.Issue != nil || req.Wait <= 0 {
+		return res, err
+	}
+	return s.wait(ctx, req, res)
+}
+
+func (req *Request) validate() error {
 	if err := ValidateAgent(req.Agent); err != nil {
-		return nil, err
+		return err
 	}
 	if err := req.Filters.Validate(); err != nil {
-		return nil, err
+		return err
 	}
-	spec := NewReadySpecification(s.Features, req.Agent, req.Filters, s.now())
+	if err := checkClaimID(req.ClaimID); err != nil {
+		return err
+	}
+	if err := checkLease(req.Lease); err != nil {
+		return err
+	}
+	switch {
+	case req.ClaimID != 0 && req.ID == "":
+		return Errorf(EInvalid, "a claim id fences a re-claim of one issue: give its id too")
+	case req.Lease != 0 && req.DryRun:
+		return Errorf(EInvalid, "a dry run claims nothing, so it cannot take a lease")
+	case req.MaxHeld < 0:
+		return Errorf(EInvalid, "max held %d is negative", req.MaxHeld)
+	case req.Wait < 0 || req.Wait > MaxWait:
+		return Errorf(EInvalid, "wait %s is outside 0 to %s", req.Wait, MaxWait)
+	}
+	return nil
+}
+
+// claimOnce makes one attempt: a read for a dry run, else one write
+// transaction.
+func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
+	now := s.now()
+	spec := NewReadySpecification(s.Features, req.Agent, req.Filters, s.policy, now)
 	if req.DryRun {
-		r, err := s.pick(ctx, s.stmts.On(nil), spec, req, nil)
-		return r.issue(), classify(err, "find a ready issue")
+		var res Result
+		err := s.pick(ctx, s.stmts.On(nil), spec, req, nil, now, &res)
+		return res, classify(err, "find a ready issue")
 	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, classify(err, "claim an issue")
+	}
+	// Once started, a claim's transaction runs to its end even when ctx is
+	// cancelled (a signal): the caller then learns of a committed claim
+	// instead of leaving it held by nobody who knows.
+	wctx := context.WithoutCancel(ctx)
 	// A Store's claims queue here rather than in SQLite: SQLite has one
 	// writer anyway, its busy handler sleeps up to 100ms between looks at
 	// the lock, and one connection at a time keeps the claim order valid.
 	s.writing.Lock()
 	defer s.writing.Unlock()
 	q := s.queues.of(req)
-	var claimed *Issue
-	err := db.Tx(ctx, s.conn, s.retry, func(tx *sql.Tx) error {
-		conn := s.stmts.On(tx)
-		r, err := s.pick(ctx, conn, spec, req, q)
-		if err == nil && r != nil && r.Issue.Status == "open" {
-			err = s.write(ctx, conn, r, req.Agent)
-		}
-		claimed = r.issue()
-		return err
+	var res Result
+	err := db.Tx(wctx, s.conn, s.retry, func(tx *sql.Tx) error {
+		res = Result{}
+		return s.pick(wctx, s.stmts.On(tx), spec, req, q, now, &res)
 	})
 	if err != nil {
-		return nil, classify(err, "claim an issue")
+		return Result{}, classify(err, "claim an issue")
 	}
-	if claimed != nil {
-		q.taken(claimed.ID)
+	if res.Issue != nil {
+		q.taken(res.Issue.ID)
 	}
-	return claimed, nil
+	return res, nil
 }
 
 // row is an issue as read for a claim: the contract's fields plus every
@@ -150,17 +217,38 @@ type row struct {
 	cols map[string]sql.NullString
 }
 
-func (r *row) issue() *Issue {
-	if r == nil {
-		return nil
-	}
-	return &r.Issue
-}
-
-// pick finds the issue req would claim: the first candidate of spec (from
-// the remembered order q, when there is one), or the issue req.ID when spec
+// pick finds the issue req would claim and, unless req.DryRun, claims it
+// in the transaction conn is in: the first candidate of spec (from the
+// remembered order q, when there is one), or the issue req.ID when spec
 // admits it. An --id that spec refuses is explained.
-func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request, q *queue) (*row, error) {
+func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request, q *queue, now time.Time, res *Result) error {
+	if req.ID != "" {
+		st, err := s.q.IssueState(ctx, conn, req.ID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Errorf(ENotFound, "no issue %s in %s", req.ID, s.Workspace.DBPath)
+		} else if err != nil {
+			return err
+		}
+		if st.Status == "in_progress" && st.Assignee == req.Agent {
+			return s.reclaim(ctx, conn, req, now, res)
+		}
+		if req.ClaimID != 0 {
+			return s.notHeld(req.ID, req.Agent, req.ClaimID, st)
+		}
+	}
+	if req.MaxHeld > 0 {
+		held, err := s.q.IssueHeldCount(ctx, conn, req.Agent)
+		if err != nil {
+			return err
+		}
+		if held >= int64(req.MaxHeld) {
+			res.Reason = fmt.Sprintf("agent %s already holds %d in_progress issues (max held %d)", req.Agent, held, req.MaxHeld)
+			if req.ID != "" {
+				return Errorf(ENotClaimable, "issue %s is not claimed: %s", req.ID, res.Reason)
+			}
+			return nil
+		}
+	}
 	var id string
 	var err error
 	switch {
@@ -171,51 +259,147 @@ func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification,
 	case q == nil:
 		err = queryRow(ctx, conn, spec.next()).Scan(&id)
 	default:
-		id, err = q.next(ctx, conn, spec, s.now())
+		id, err = q.next(ctx, conn, spec, now)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+		return nil
 	} else if err != nil {
-		return nil, err
+		return err
 	}
-	return s.read(ctx, conn, id)
+	r, err := s.read(ctx, conn, id)
+	if err != nil {
+		return err
+	}
+	res.Issue = &r.Issue
+	if r.Status == "in_progress" { // an expired lease
+		cur, err := s.current(ctx, conn, r.ID)
+		if err != nil {
+			return err
+		}
+		res.TookOver = &Holder{Agent: r.Assignee, ClaimID: cur.ID}
+		if l := parseLease(cur.Comment); l != nil {
+			res.TookOver.LeaseUntil = &l.Until
+		}
+	}
+	if req.DryRun {
+		return nil
+	}
+	if res.TookOver != nil {
+		if err := s.expire(ctx, conn, r, req.Agent, *res.TookOver, "taken over by "+req.Agent, now); err != nil {
+			return err
+		}
+	}
+	res.Lease = newLease(now, req.Lease)
+	var comment string
+	if res.Lease != nil {
+		comment = res.Lease.comment()
+	}
+	res.ClaimID, err = s.transition(ctx, conn, r, req.Agent, "in_progress", req.Agent, s.Features.claimEventType(), comment, now)
+	return err
 }
 
-// refuse says why issue req.ID cannot be claimed, or returns it unchanged
-// when req.Agent already holds it (an idempotent re-claim).
-func (s *Store) refuse(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request) (*row, error) {
-	st, err := s.q.IssueState(ctx, conn, req.ID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(ENotFound, "no issue %s in %s", req.ID, s.Workspace.DBPath)
-	} else if err != nil {
-		return nil, err
+// reclaim answers an --id claim of an issue req.Agent already holds: the
+// same claim again (idempotent), with its lease renewed when req asks for
+// one, unless req.ClaimID names an older claim.
+func (s *Store) reclaim(ctx context.Context, conn db.DBTX, req Request, now time.Time, res *Result) error {
+	cur, err := s.current(ctx, conn, req.ID)
+	if err != nil {
+		return err
 	}
-	switch {
-	case st.Status == "in_progress" && st.Assignee == req.Agent:
-		return s.read(ctx, conn, req.ID)
-	case st.Assignee != "" && st.Assignee != req.Agent && (st.Status == "in_progress" || st.Status == "open"):
+	if req.ClaimID != 0 && req.ClaimID != cur.ID {
+		return stale(req.ID, req.Agent, req.ClaimID, cur.ID)
+	}
+	r, err := s.read(ctx, conn, req.ID)
+	if err != nil {
+		return err
+	}
+	res.Issue, res.ClaimID, res.Lease = &r.Issue, cur.ID, parseLease(cur.Comment)
+	if req.Lease > 0 && !req.DryRun {
+		res.Lease, err = s.renew(ctx, conn, req.ID, req.Agent, cur, req.Lease, now)
+	}
+	return err
+}
+
+// current returns the claim event of an issue's holder (ID 0 when the
+// issue has no claim event at all).
+func (s *Store) current(ctx context.Context, conn db.DBTX, id string) (db.EventClaimCurrentRow, error) {
+	cur, err := s.q.EventClaimCurrent(ctx, conn, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
+	return cur, err
+}
+
+// stale refuses a claim id that is no longer the holder's: the same agent
+// claimed the issue again since, and that later claim is another holder.
+func stale(id, agent string, claimID, current int64) error {
+	e := Errorf(EAlready, "claim %d no longer holds issue %s: %s holds it under claim %d", claimID, id, agent, current)
+	e.Holder, e.HolderClaimID = agent, current
+	return e
+}
+
+// notHeld refuses an operation of agent (under claimID, when not 0) on an
+// issue it does not hold: ALREADY_CLAIMED naming another holder, else
+// NOT_CLAIMABLE.
+func (s *Store) notHeld(id, agent string, claimID int64, st db.IssueStateRow) error {
+	if st.Assignee != "" && st.Assignee != agent && (st.Status == "in_progress" || st.Status == "open") {
+		e := Errorf(EAlready, "issue %s is %s, held by %s", id, st.Status, st.Assignee)
+		e.Holder = st.Assignee
+		return e
+	}
+	if claimID != 0 {
+		return Errorf(ENotClaimable, "claim %d no longer holds issue %s: it is %s and not held by %s", claimID, id, st.Status, agent)
+	}
+	return Errorf(ENotClaimable, "issue %s is %s, not held by %s", id, st.Status, agent)
+}
+
+// refuse says why issue req.ID cannot be claimed.
+func (s *Store) refuse(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request) error {
+	st, err := s.q.IssueState(ctx, conn, req.ID)
+	if err != nil {
+		return err
+	}
+	if st.Assignee != "" && st.Assignee != req.Agent && (st.Status == "in_progress" || st.Status == "open") {
 		e := Errorf(EAlready, "issue %s is %s, held by %s", req.ID, st.Status, st.Assignee)
 		e.Holder = st.Assignee
-		return nil, e
+		if st.Status == "in_progress" {
+			cur, err := s.current(ctx, conn, req.ID)
+			if err != nil {
+				return err
+			}
+			e.HolderClaimID = cur.ID
+			if l := parseLease(cur.Comment); l != nil && cur.Actor == st.Assignee {
+				e.Message += fmt.Sprintf(" under claim %d, leased until %s", cur.ID, l.Until.Format(time.RFC3339))
+			}
+		}
+		return e
 	}
 	verdicts := make([]any, len(spec.Rules))
 	for i := range verdicts {
 		verdicts[i] = new(int)
 	}
 	if err := queryRow(ctx, conn, spec.verdicts(req.ID)).Scan(verdicts...); err != nil {
-		return nil, err
+		return err
 	}
 	var why []string
 	for i, r := range spec.Rules {
-		if *verdicts[i].(*int) == 0 {
-			if r.Name == "status" {
-				why = append(why, "its status is "+st.Status)
-			} else {
-				why = append(why, r.Reason)
+		if *verdicts[i].(*int) != 0 {
+			continue
+		}
+		switch r.Name {
+		case "status":
+			why = append(why, "its status is "+st.Status)
+		case "backoff":
+			a, err := s.attempts(ctx, conn, req.ID)
+			if err != nil {
+				return err
 			}
+			why = append(why, fmt.Sprintf("it is in backoff until %s after %d failed attempts", a.RetryAt(s.policy).Format(time.RFC3339), a.Failures))
+		default:
+			why = append(why, r.Reason)
 		}
 	}
-	return nil, Errorf(ENotClaimable, "issue %s is not claimable: %s", req.ID, strings.Join(why, "; "))
+	return Errorf(ENotClaimable, "issue %s is not claimable: %s", req.ID, strings.Join(why, "; "))
 }
 
 // read loads one issue with the columns this workspace's bd version hashes.
@@ -249,33 +433,43 @@ func (s *Store) read(ctx context.Context, conn db.DBTX, id string) (*row, error)
 	return r, nil
 }
 
-// write claims r for agent the way bd writes a claim: the issue row with a
-// later updated_at and a recomputed content hash, one event, one dirty mark.
-func (s *Store) write(ctx context.Context, tx db.DBTX, r *row, agent string) error {
-	updated := laterThan(s.now(), r.UpdatedAt).Format(time.RFC3339Nano)
+// transition moves r to status and assignee the way bd's UpdateIssue
+// writes it: the row with a later updated_at and a recomputed content hash
+// (compare-and-swap on the status and assignee it was read with), one event
+// (old_value the issue as it was, new_value the change) and one dirty mark.
+// It returns the event's id and leaves r as written.
+func (s *Store) transition(ctx context.Context, tx db.DBTX, r *row, actor, status, assignee, eventType, comment string, now time.Time) (int64, error) {
+	updated := laterThan(now, r.UpdatedAt).Format(time.RFC3339Nano)
 	oldValue := s.Features.eventOldValue(r)
-	r.cols["status"] = sql.NullString{String: "in_progress", Valid: true}
-	r.cols["assignee"] = sql.NullString{String: agent, Valid: true}
+	oldStatus, oldAssignee := r.Status, r.Assignee
+	r.cols["status"], r.cols["assignee"] = text(status), text(assignee)
 	hash := s.Features.contentHash(r)
-	n, err := s.q.IssueClaim(ctx, tx, db.IssueClaimParams{
-		Agent: agent, UpdatedAt: updated, ContentHash: sql.NullString{String: hash, Valid: true}, ID: r.ID,
+	r.cols["updated_at"], r.cols["content_hash"] = text(updated), text(hash)
+	r.Status, r.Assignee, r.ContentHash, r.UpdatedAt = status, assignee, hash, updated
+	n, err := s.q.IssueHolderSet(ctx, tx, db.IssueHolderSetParams{
+		Status: status, Assignee: assignee, UpdatedAt: updated, ContentHash: text(hash),
+		ID: r.ID, OldStatus: oldStatus, OldAssignee: oldAssignee,
 	})
 	if err == nil && n != 1 {
 		err = Errorf(EUnexpected, "issue %s changed while bd-claim held the write lock", r.ID)
 	}
-	if err == nil {
-		newValue, _ := json.Marshal(map[string]string{"assignee": agent, "status": "in_progress"})
-		err = s.q.EventInsert(ctx, tx, db.EventInsertParams{
-			IssueID: r.ID, EventType: s.Features.claimEventType(), Actor: agent,
-			OldValue: sql.NullString{String: oldValue, Valid: true}, NewValue: sql.NullString{String: string(newValue), Valid: true},
-		})
+	if err != nil {
+		return 0, err
 	}
+	newValue, _ := json.Marshal(map[string]string{"assignee": assignee, "status": status})
+	id, err := s.q.EventInsert(ctx, tx, db.EventInsertParams{
+		IssueID: r.ID, EventType: eventType, Actor: actor,
+		OldValue: text(oldValue), NewValue: text(string(newValue)), Comment: optional(comment), CreatedAt: now.UTC().Format(eventTime),
+	})
 	if err == nil {
 		err = s.q.DirtyIssueMark(ctx, tx, db.DirtyIssueMarkParams{IssueID: r.ID, MarkedAt: updated})
 	}
-	r.Status, r.Assignee, r.ContentHash, r.UpdatedAt = "in_progress", agent, hash, updated
-	return err
+	return id, err
 }
+
+func text(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }
+
+func optional(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // laterThan returns now, or just after prev when the clock has not moved
 // past it: bd's import keeps whichever copy has the newer updated_at.

@@ -23,47 +23,83 @@ var Version = "dev"
 
 // Run runs bd-claim with args (without the program name) and returns its
 // exit status. It writes results to stdout, logs to stderr, and reads the
-// environment only through getenv.
+// environment only through getenv. Cancelling ctx (a signal) stops a
+// waiting claim; a write that has begun completes first.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) > 0 {
-		switch args[0] {
-		case "demo":
+		switch c, ok := commands[args[0]]; {
+		case args[0] == "demo":
 			return runDemo(ctx, args[1:], stdout, stderr)
-		case "version":
+		case args[0] == "version":
 			fmt.Fprintf(stdout, "bd-claim %s\n", Version)
 			return ExitClaimed
+		case args[0] == "help":
+			c = commands[""]
+			if len(args) > 1 && commands[args[1]] != nil {
+				c = commands[args[1]]
+			}
+			return run(ctx, c, []string{"--help"}, stdout, stderr, getenv)
+		case args[0] == "claim":
+			args = args[1:]
+		case ok:
+			return run(ctx, c, args[1:], stdout, stderr, getenv)
 		}
 	}
-	return runClaim(ctx, args, stdout, stderr, getenv)
+	return run(ctx, commands[""], args, stdout, stderr, getenv)
 }
 
-// options are the parsed flags of a claim.
+// command is one of bd-claim's commands: its flags beyond the common ones
+// and what it does once the store is open.
+type command struct {
+	name, usage, about string
+	event              string // prefix of its log messages
+	flags              func(fs *pflag.FlagSet, o *options)
+	check              func(o *options) error
+	do                 func(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int
+	actorDefault       bool // the agent may be omitted: the actor is then "bd-claim"
+}
+
+var commands = map[string]*command{}
+
+func init() {
+	for _, c := range []*command{claimCommand, releaseCommand, heartbeatCommand, resetCommand, reapCommand, statsCommand} {
+		commands[c.name] = c
+	}
+}
+
+// options are the parsed flags of any command.
 type options struct {
-	req                  claim.Request
-	minPriority, sort    string
-	workspace, db        string
-	json, human, pretty  bool
-	quiet, help, version bool
-	timeoutMS            int
-	logLevel, traceID    string
+	req                 claim.Request
+	minPriority, sort   string
+	workspace, db       string
+	json, human, pretty bool
+	quiet, help         bool
+	timeoutMS           int
+	logLevel, traceID   string
+	wait, lease         string
+	explain, failed     bool
+	reason              string
+	settings            map[string]*string // name → flag value, for the settings flags
+	fs                  *pflag.FlagSet
+	cfg                 claim.Settings
+	ws                  claim.Workspace
+	start               time.Time
 }
 
-func claimFlags(o *options) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("bd-claim", pflag.ContinueOnError)
+// elapsed is the duration_ms attribute of a command's last log line.
+func (o *options) elapsed() slog.Attr {
+	return slog.Float64("duration_ms", float64(time.Since(o.start).Microseconds())/1000)
+}
+
+func newFlags(c *command, o *options) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("bd-claim "+c.name, pflag.ContinueOnError)
 	fs.SortFlags = false
 	fs.SetOutput(io.Discard)
+	o.fs = fs
 	fs.StringVar(&o.req.Agent, "agent", "", "agent name written as assignee and event actor (default $BD_ACTOR)")
-	fs.StringArrayVar(&o.req.Filters.IncludeLabels, "label", nil, "only issues with this label (repeatable: all of them)")
-	fs.StringArrayVar(&o.req.Filters.ExcludeLabels, "exclude-label", nil, "skip issues with this label (repeatable: any of them)")
-	fs.StringVar(&o.minPriority, "min-priority", "", "only issues at least this urgent: 0-4, P0-P4 or critical|high|medium|low|backlog")
-	fs.BoolVar(&o.req.Filters.OnlyUnassigned, "only-unassigned", false, "skip open issues already assigned to this agent")
-	fs.StringArrayVar(&o.req.Filters.Types, "type", nil, "only issues of this type (repeatable)")
-	fs.StringVar(&o.req.Filters.Parent, "parent", "", "only descendants of this issue (parent-child edges)")
-	fs.StringVar(&o.sort, "sort", "priority", "order: priority (P0 first, then oldest), hybrid or oldest (as bd ready)")
-	fs.StringVar(&o.req.ID, "id", "", "claim this issue only (compare-and-swap)")
+	c.flags(fs, o)
 	fs.StringVar(&o.workspace, "workspace", "", "start the search for .beads/ here (default: working directory)")
 	fs.StringVar(&o.db, "db", "", "database file (default: discovered as bd does)")
-	fs.BoolVar(&o.req.DryRun, "dry-run", false, "report the issue that would be claimed; change nothing")
 	fs.BoolVar(&o.json, "json", false, "JSON on stdout (the default)")
 	fs.BoolVar(&o.human, "human", false, "readable text instead of JSON")
 	fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON")
@@ -75,90 +111,207 @@ func claimFlags(o *options) *pflag.FlagSet {
 	return fs
 }
 
-const usageHead = `bd-claim atomically claims one ready issue of a Beads workspace for an agent.
-
-Usage:
-  bd-claim --agent NAME [filters] [options]
-  bd-claim demo [--agents N] [--issues N] [--keep]
-  bd-claim version | --help
-
-`
-
-const usageTail = `
-Exit status: 0 claimed (or found, with --dry-run), 1 unexpected error,
-2 invalid argument, 3 no issue available, 4 database busy, 5 no workspace or
-database, 6 schema or backend not supported, 7 --id claim refused.
-`
-
-func usage(w io.Writer) {
-	var o options
-	fmt.Fprint(w, usageHead+"Flags:\n"+claimFlags(&o).FlagUsagesWrapped(100)+usageTail)
+// settingFlags adds a flag per setting (lease and max-held only where
+// they apply); each overrides $BD_CLAIM_* and .beads/config.yaml.
+func settingFlags(fs *pflag.FlagSet, o *options, names ...string) {
+	o.settings = map[string]*string{}
+	for _, h := range claim.SettingsHelp() {
+		for _, n := range names {
+			if n == h.Name {
+				o.settings[n] = fs.String(n, "", fmt.Sprintf("%s (default %s; $%s, %s)", h.Help, h.Default, h.Env, h.Key))
+			}
+		}
+	}
 }
 
-func runClaim(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	start := time.Now()
+var policyNames = []string{"backoff-initial", "backoff-multiplier", "backoff-max", "max-failures", "abandoned-label"}
+
+func claimFlagSet(fs *pflag.FlagSet, o *options) {
+	fs.StringArrayVar(&o.req.Filters.IncludeLabels, "label", nil, "only issues with this label (repeatable: all of them)")
+	fs.StringArrayVar(&o.req.Filters.ExcludeLabels, "exclude-label", nil, "skip issues with this label (repeatable: any of them)")
+	fs.StringVar(&o.minPriority, "min-priority", "", "only issues at least this urgent: 0-4, P0-P4 or critical|high|medium|low|backlog")
+	fs.BoolVar(&o.req.Filters.OnlyUnassigned, "only-unassigned", false, "skip open issues already assigned to this agent")
+	fs.StringArrayVar(&o.req.Filters.Types, "type", nil, "only issues of this type (repeatable)")
+	fs.StringVar(&o.req.Filters.Parent, "parent", "", "only descendants of this issue (parent-child edges)")
+	fs.StringVar(&o.sort, "sort", "priority", "order: priority (P0 first, then oldest), hybrid or oldest (as bd ready)")
+	fs.StringVar(&o.req.ID, "id", "", "claim this issue only (compare-and-swap)")
+	fs.Int64Var(&o.req.ClaimID, "claim-id", 0, "with --id: succeed only while the agent still holds the issue under this claim")
+	fs.BoolVar(&o.req.DryRun, "dry-run", false, "report the issue that would be claimed; change nothing")
+	fs.BoolVar(&o.explain, "explain", false, "with --dry-run: count the open issues each rule excludes")
+	fs.StringVar(&o.wait, "wait", "0", "when nothing is claimable, wait up to this long (e.g. 30s, 10m) for an issue")
+	settingFlags(fs, o, append([]string{"lease", "max-held"}, policyNames...)...)
+}
+
+func claimCheck(o *options) error {
+	if o.minPriority != "" {
+		p, err := claim.ParsePriority(o.minPriority)
+		if err != nil {
+			return err
+		}
+		o.req.Filters.MinPriority = &p
+	}
+	o.req.Filters.Sort = claim.Sort(o.sort)
+	if err := o.req.Filters.Validate(); err != nil {
+		return err
+	}
+	if o.explain && !o.req.DryRun {
+		return claim.Errorf(claim.EInvalid, "--explain needs --dry-run")
+	}
+	if o.req.DryRun && o.fs.Changed("lease") {
+		return claim.Errorf(claim.EInvalid, "--lease on a dry run: a dry run claims nothing, so it takes no lease")
+	}
+	var err error
+	o.req.Wait, err = claim.ParseDuration("wait", o.wait, claim.MaxWait)
+	return err
+}
+
+var claimCommand = &command{
+	name:  "",
+	event: "issue_claim",
+	usage: "bd-claim --agent NAME [filters] [options]",
+	about: "Claim the next ready issue (or --id ISSUE) for an agent.",
+	flags: claimFlagSet,
+	check: claimCheck,
+	do:    doClaim,
+}
+
+func doClaim(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
+	req := o.req
+	if !req.DryRun {
+		req.Lease = o.cfg.Lease
+	}
+	if req.ID == "" {
+		req.MaxHeld = o.cfg.MaxHeld
+	}
+	filters := slog.Any("filters", req.Filters)
+	if req.Wait > 0 {
+		log.Debug("issue_claim_waiting", "agent", req.Agent, filters, "wait", req.Wait.String())
+	}
+	res, err := s.Claim(ctx, req)
+	var explain *claim.Explanation
+	if err == nil && o.explain {
+		var e claim.Explanation
+		e, err = s.Explain(ctx, req)
+		explain = &e
+	}
+	switch {
+	case err != nil:
+		log.Error("issue_claim_error", "agent", req.Agent, filters, errAttr(err), o.elapsed())
+		return out.fail(exitCode(err), err)
+	case res.Issue == nil:
+		log.Info("issue_claim_no_issue", "agent", req.Agent, filters, "dry_run", req.DryRun, "reason", res.Reason, o.elapsed())
+		out.claimed(req, res, explain)
+		return ExitNoIssue
+	default:
+		attrs := []any{"issue_id", res.Issue.ID, "agent", req.Agent, filters, "dry_run", req.DryRun, "claim_id", res.ClaimID}
+		if res.TookOver != nil {
+			attrs = append(attrs, "took_over_from", res.TookOver.Agent, "took_over_claim_id", res.TookOver.ClaimID)
+		}
+		log.Info("issue_claim_success", append(attrs, o.elapsed())...)
+		out.claimed(req, res, explain)
+		return ExitClaimed
+	}
+}
+
+const usageTail = `
+Settings come from the flags, then the environment ($BD_CLAIM_*), then the
+workspace's .beads/config.yaml (keys under claim:). See README.md.
+
+Exit status: 0 done (claimed, or found with --dry-run), 1 unexpected error,
+2 invalid argument, 3 no issue available, 4 database busy, 5 no workspace or
+database, 6 schema or backend not supported, 7 refused (--id, release,
+heartbeat: held by another, not claimable, no such issue), 130 interrupted.
+`
+
+const commandList = `Commands:
+  bd-claim [claim] --agent NAME [filters]   claim the next ready issue, or --id ISSUE
+  bd-claim release --agent NAME --id ISSUE   give an issue back (--failed: a failed attempt)
+  bd-claim heartbeat --agent NAME --id ISSUE renew the lease of a claim
+  bd-claim reset --id ISSUE                  clear an issue's failed attempts and abandonment
+  bd-claim reap [--dry-run]                  return every claim whose lease expired to open
+  bd-claim stats                             ready, blocked, held, expired, backoff, abandoned
+  bd-claim demo [--agents N] [--issues N]    drain a generated workspace with racing agents
+  bd-claim version | help COMMAND | COMMAND --help
+`
+
+func usage(w io.Writer, c *command) {
 	var o options
-	fs := claimFlags(&o)
+	head := "bd-claim atomically claims one ready issue of a Beads workspace for an agent.\n\n" + commandList
+	if c.name != "" {
+		head = c.about + "\n"
+	}
+	fmt.Fprintf(w, "%s\nUsage:\n  %s\n\nFlags:\n%s%s", head, c.usage, newFlags(c, &o).FlagUsagesWrapped(100), usageTail)
+}
+
+func run(ctx context.Context, c *command, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	o := &options{start: time.Now()}
+	fs := newFlags(c, o)
 	err := fs.Parse(args)
 	if err != nil {
-		err = claim.Errorf(claim.EInvalid, "%v (see bd-claim --help)", err)
+		err = claim.Errorf(claim.EInvalid, "%v (see bd-claim %s --help)", err, c.name)
 	}
 	if o.help && err == nil {
-		usage(stdout)
+		usage(stdout, c)
 		return ExitClaimed
 	}
 	if o.req.Agent == "" && !fs.Changed("agent") {
 		o.req.Agent = getenv("BD_ACTOR")
+		if o.req.Agent == "" && c.actorDefault {
+			o.req.Agent = "bd-claim"
+		}
 	}
 	out := output{w: stdout, errw: stderr, human: o.human, pretty: o.pretty, agent: o.req.Agent}
 	if err == nil {
-		err = o.validate(fs)
+		err = o.validate(c)
 	}
 	if err != nil {
 		return out.fail(ExitInvalid, err)
 	}
-	log := newLogger(stderr, o, getenv)
-	filters := slog.Any("filters", o.req.Filters)
-	ws, err := claim.FindWorkspace(claim.Locate{DB: o.db, Start: o.workspace, Getenv: getenv})
-	log.Debug("workspace_discovery", "cwd", o.workspace, "workspace_root", ws.Root, "db_path", ws.DBPath, "source", ws.Source)
-	var issue *claim.Issue
+	log := newLogger(stderr, *o, getenv)
+	o.ws, err = claim.FindWorkspace(claim.Locate{DB: o.db, Start: o.workspace, Getenv: getenv})
+	log.Debug("workspace_discovery", "cwd", o.workspace, "workspace_root", o.ws.Root, "db_path", o.ws.DBPath, "source", o.ws.Source)
 	if err == nil {
-		issue, err = claimOnce(ctx, ws, o)
+		o.cfg, err = o.settingsFrom(getenv)
 	}
-	elapsed := slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000)
-	switch {
-	case err != nil:
-		log.Error("issue_claim_error", "agent", o.req.Agent, filters, slog.Group("error", "code", claim.ErrorCode(err), "message", claim.ErrorMessage(err)), elapsed)
-		return out.fail(exitCode(err), err)
-	case issue == nil:
-		log.Info("issue_claim_no_issue", "agent", o.req.Agent, filters, "dry_run", o.req.DryRun, elapsed)
-		out.none(o.req)
-		return ExitNoIssue
-	default:
-		log.Info("issue_claim_success", "issue_id", issue.ID, "agent", o.req.Agent, filters, "dry_run", o.req.DryRun, elapsed)
-		out.claimed(o.req, issue)
-		return ExitClaimed
+	var store *claim.Store
+	if err == nil {
+		timeout := time.Duration(o.timeoutMS) * time.Millisecond
+		if timeout == 0 {
+			timeout = -1 // do not wait at all
+		}
+		store, err = claim.Open(ctx, o.ws, claim.Options{BusyTimeout: timeout, Policy: &o.cfg.Policy})
 	}
-}
-
-func claimOnce(ctx context.Context, ws claim.Workspace, o options) (*claim.Issue, error) {
-	timeout := time.Duration(o.timeoutMS) * time.Millisecond
-	if timeout == 0 {
-		timeout = -1 // do not wait at all
-	}
-	store, err := claim.Open(ctx, ws, claim.Options{BusyTimeout: timeout})
 	if err != nil {
-		return nil, err
+		log.Error(c.event+"_error", "agent", o.req.Agent, errAttr(err), o.elapsed())
+		return out.fail(exitCode(err), err)
 	}
 	// Closing matters even though the process exits next: the last
 	// connection to close checkpoints and resets the WAL. Without it the WAL
-	// only grows, and every new process re-reads all of it.
+	// only grows, and every new process re-reads it.
 	defer store.Close()
-	return store.Claim(ctx, o.req)
+	return c.do(ctx, store, o, out, log)
+}
+
+// settingsFrom layers the settings: defaults, .beads/config.yaml,
+// $BD_CLAIM_*, then the flags given.
+func (o *options) settingsFrom(getenv func(string) string) (claim.Settings, error) {
+	cfg, err := claim.LoadSettings(o.ws, getenv)
+	if err != nil {
+		return cfg, err
+	}
+	for _, h := range claim.SettingsHelp() {
+		if v, ok := o.settings[h.Name]; ok && o.fs.Changed(h.Name) {
+			if err := cfg.Set(h.Name, *v, "--"+h.Name); err != nil {
+				return cfg, err
+			}
+		}
+	}
+	return cfg, cfg.Check()
 }
 
 // validate checks what pflag cannot: values, combinations, the agent name.
-func (o *options) validate(fs *pflag.FlagSet) error {
+func (o *options) validate(c *command) error {
+	fs := o.fs
 	if fs.NArg() > 0 {
 		return claim.Errorf(claim.EInvalid, "unexpected argument %q (see bd-claim --help)", fs.Arg(0))
 	}
@@ -171,18 +324,19 @@ func (o *options) validate(fs *pflag.FlagSet) error {
 	if _, ok := logLevels[o.logLevel]; !ok {
 		return claim.Errorf(claim.EInvalid, "unknown --log-level %q: use debug, info, warn or error", o.logLevel)
 	}
-	if o.minPriority != "" {
-		p, err := claim.ParsePriority(o.minPriority)
-		if err != nil {
-			return err
+	// Settings flags are checked here too, before any database is opened.
+	var probe claim.Settings
+	for name, v := range o.settings {
+		if fs.Changed(name) {
+			if err := probe.Set(name, *v, "--"+name); err != nil {
+				return err
+			}
 		}
-		o.req.Filters.MinPriority = &p
 	}
-	o.req.Filters.Sort = claim.Sort(o.sort)
-	if err := o.req.Filters.Validate(); err != nil {
+	if err := claim.ValidateAgent(o.req.Agent); err != nil {
 		return err
 	}
-	return claim.ValidateAgent(o.req.Agent)
+	return c.check(o)
 }
 
 var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
@@ -201,6 +355,10 @@ func newLogger(stderr io.Writer, o options, getenv func(string) string) *slog.Lo
 	return log
 }
 
+func errAttr(err error) slog.Attr {
+	return slog.Group("error", "code", claim.ErrorCode(err), "message", claim.ErrorMessage(err))
+}
+
 // output renders results as the JSON contract or as text for a person.
 type output struct {
 	w, errw       io.Writer
@@ -208,50 +366,91 @@ type output struct {
 	agent         string
 }
 
+// envelope is the JSON contract of claim, release, heartbeat and reset.
 type envelope struct {
-	Status  string         `json:"status"`
-	Agent   string         `json:"agent"`
-	DryRun  bool           `json:"dry_run,omitempty"`
-	Issue   *claim.Issue   `json:"issue"`
-	Filters *claim.Filters `json:"filters,omitempty"`
-	Error   *errorBody     `json:"error,omitempty"`
+	Status         string             `json:"status"`
+	Agent          string             `json:"agent"`
+	DryRun         bool               `json:"dry_run,omitempty"`
+	Issue          *claim.Issue       `json:"issue"`
+	ClaimID        int64              `json:"claim_id,omitempty"`
+	LeaseExpiresAt *time.Time         `json:"lease_expires_at,omitempty"`
+	TookOver       *claim.Holder      `json:"took_over,omitempty"`
+	Reason         string             `json:"reason,omitempty"`
+	Attempt        *attempt           `json:"attempt,omitempty"`
+	Reset          *reset             `json:"reset,omitempty"`
+	Explain        *claim.Explanation `json:"explain,omitempty"`
+	Filters        *claim.Filters     `json:"filters,omitempty"`
+	Error          *errorBody         `json:"error,omitempty"`
 }
 
 type errorBody struct {
-	Code    claim.Code `json:"code"`
-	Message string     `json:"message"`
-	Holder  string     `json:"holder,omitempty"`
+	Code          claim.Code `json:"code"`
+	Message       string     `json:"message"`
+	Holder        string     `json:"holder,omitempty"`
+	HolderClaimID int64      `json:"holder_claim_id,omitempty"`
 }
 
-func (o output) claimed(req claim.Request, iss *claim.Issue) {
-	if !o.human {
-		o.json(envelope{Status: "ok", Agent: req.Agent, DryRun: req.DryRun, Issue: iss, Filters: &req.Filters})
-		return
+func leaseUntil(l *claim.Lease) *time.Time {
+	if l == nil {
+		return nil
 	}
-	verb := "claimed"
-	if req.DryRun {
-		verb = "would claim"
-	}
-	fmt.Fprintf(o.w, "%s %s for %s: %q (P%d %s", verb, iss.ID, req.Agent, iss.Title, iss.Priority, iss.IssueType)
-	if len(iss.Labels) > 0 {
-		fmt.Fprintf(o.w, ", labels %s", strings.Join(iss.Labels, ","))
-	}
-	fmt.Fprintf(o.w, ")\n")
+	return &l.Until
 }
 
-func (o output) none(req claim.Request) {
+func (o output) claimed(req claim.Request, res claim.Result, explain *claim.Explanation) {
 	if !o.human {
-		o.json(envelope{Status: "ok", Agent: req.Agent, DryRun: req.DryRun, Filters: &req.Filters})
+		o.json(envelope{Status: "ok", Agent: req.Agent, DryRun: req.DryRun, Issue: res.Issue, ClaimID: res.ClaimID,
+			LeaseExpiresAt: leaseUntil(res.Lease), TookOver: res.TookOver, Reason: res.Reason, Explain: explain, Filters: &req.Filters})
 		return
 	}
-	fmt.Fprintf(o.w, "no ready issue for %s matches these filters\n", req.Agent)
+	if iss := res.Issue; iss == nil {
+		fmt.Fprintf(o.w, "no ready issue for %s matches these filters", req.Agent)
+		if res.Reason != "" {
+			fmt.Fprintf(o.w, ": %s", res.Reason)
+		}
+		fmt.Fprintln(o.w)
+	} else {
+		verb := "claimed"
+		if req.DryRun {
+			verb = "would claim"
+		}
+		fmt.Fprintf(o.w, "%s %s for %s: %q (P%d %s", verb, iss.ID, req.Agent, iss.Title, iss.Priority, iss.IssueType)
+		if len(iss.Labels) > 0 {
+			fmt.Fprintf(o.w, ", labels %s", strings.Join(iss.Labels, ","))
+		}
+		fmt.Fprintf(o.w, ")")
+		if res.ClaimID != 0 {
+			fmt.Fprintf(o.w, ", claim %d", res.ClaimID)
+		}
+		if res.Lease != nil {
+			fmt.Fprintf(o.w, ", leased until %s", res.Lease.Until.Format(time.RFC3339))
+		}
+		if h := res.TookOver; h != nil {
+			fmt.Fprintf(o.w, ", taking over from %s (claim %d, lease expired)", h.Agent, h.ClaimID)
+		}
+		fmt.Fprintln(o.w)
+	}
+	if explain != nil {
+		o.explain(*explain)
+	}
+}
+
+func (o output) explain(e claim.Explanation) {
+	fmt.Fprintf(o.w, "open issues: %d, expired leases: %d, claimable: %d, held by the agent: %d", e.Open, e.Expired, e.Claimable, e.Held)
+	if e.MaxHeld > 0 {
+		fmt.Fprintf(o.w, " (max %d)", e.MaxHeld)
+	}
+	fmt.Fprintln(o.w, "\nopen issues excluded, by rule:")
+	for _, k := range sortedKeys(e.Excluded) {
+		fmt.Fprintf(o.w, "  %-24s %d\n", k, e.Excluded[k])
+	}
 }
 
 func (o output) fail(code int, err error) int {
 	body := &errorBody{Code: claim.ErrorCode(err), Message: claim.ErrorMessage(err)}
 	var ce *claim.Error
 	if errors.As(err, &ce) {
-		body.Holder = ce.Holder
+		body.Holder, body.HolderClaimID = ce.Holder, ce.HolderClaimID
 	}
 	if o.human {
 		fmt.Fprintf(o.errw, "bd-claim: %s: %s\n", body.Code, body.Message)
@@ -261,7 +460,7 @@ func (o output) fail(code int, err error) int {
 	return code
 }
 
-func (o output) json(v envelope) {
+func (o output) json(v any) {
 	enc := json.NewEncoder(o.w)
 	if o.pretty {
 		enc.SetIndent("", "  ")

@@ -133,11 +133,11 @@ func drain(ctx context.Context, ws claim.Workspace, agent string) ([]string, err
 	defer store.Close()
 	var ids []string
 	for {
-		iss, err := store.Claim(ctx, claim.Request{Agent: agent, Filters: claim.Filters{OnlyUnassigned: true}})
-		if err != nil || iss == nil {
+		res, err := store.Claim(ctx, claim.Request{Agent: agent, Filters: claim.Filters{OnlyUnassigned: true}})
+		if err != nil || res.Issue == nil {
 			return ids, err
 		}
-		ids = append(ids, iss.ID)
+		ids = append(ids, res.Issue.ID)
 		time.Sleep(time.Millisecond) // the agent works on it
 	}
 }

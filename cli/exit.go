@@ -12,6 +12,9 @@ const (
 	ExitNotFound   = 5 // WORKSPACE_NOT_FOUND, DB_NOT_FOUND
 	ExitSchema     = 6 // SCHEMA_INCOMPATIBLE
 	ExitRefused    = 7 // ALREADY_CLAIMED, NOT_CLAIMABLE, ISSUE_NOT_FOUND
+	// ExitInterrupted is 128 + SIGINT, what a shell expects of a command a
+	// signal stopped, so that a loop around bd-claim stops too.
+	ExitInterrupted = 130 // INTERRUPTED (SIGINT or SIGTERM)
 )
 
 var exitCodes = map[claim.Code]int{
@@ -24,6 +27,7 @@ var exitCodes = map[claim.Code]int{
 	claim.EAlready:      ExitRefused,
 	claim.ENotClaimable: ExitRefused,
 	claim.ENotFound:     ExitRefused,
+	claim.EInterrupted:  ExitInterrupted,
 }
 
 // exitCode maps an error to its exit status.

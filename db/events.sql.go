@@ -10,9 +10,122 @@ import (
 	"database/sql"
 )
 
-const eventInsert = `-- name: EventInsert :exec
-INSERT INTO events (issue_id, event_type, actor, old_value, new_value)
-VALUES (?1, ?2, ?3, ?4, ?5)
+const eventAttempts = `-- name: EventAttempts :one
+SELECT count(*) AS failures,
+       CAST(COALESCE(max(f.created_at), '') AS TEXT) AS last_failure_at
+FROM events f
+WHERE f.issue_id = ?1
+  AND f.event_type = 'status_changed'
+  AND f.comment LIKE 'bd-claim failed:%'
+  AND f.id > COALESCE((
+      SELECT max(r.id) FROM events r
+      WHERE r.issue_id = ?1 AND r.event_type = 'commented'
+        AND r.comment LIKE 'bd-claim reset:%'), 0)
+`
+
+type EventAttemptsRow struct {
+	Failures      int64
+	LastFailureAt string
+}
+
+// EventAttempts counts an issue's failed attempts since its last reset and
+// returns the time of the latest (idx_events_issue_type: the cost depends on
+// the issue's own events, not on the size of the table).
+func (q *Queries) EventAttempts(ctx context.Context, db DBTX, issueID string) (EventAttemptsRow, error) {
+	row := db.QueryRowContext(ctx, eventAttempts, issueID)
+	var i EventAttemptsRow
+	err := row.Scan(&i.Failures, &i.LastFailureAt)
+	return i, err
+}
+
+const eventClaimCurrent = `-- name: EventClaimCurrent :one
+SELECT id, actor, CAST(COALESCE(comment, '') AS TEXT) AS comment, CAST(created_at AS TEXT) AS created_at
+FROM events
+WHERE issue_id = ?1 AND event_type IN ('claimed', 'status_changed')
+ORDER BY id DESC
+LIMIT 1
+`
+
+type EventClaimCurrentRow struct {
+	ID        int64
+	Actor     string
+	Comment   string
+	CreatedAt string
+}
+
+// EventClaimCurrent is the claim event of an issue's current holder: its
+// latest claimed or status_changed event (idx_events_issue_type). Its id is
+// the claim's fencing token (claim_id); its comment carries the lease.
+func (q *Queries) EventClaimCurrent(ctx context.Context, db DBTX, issueID string) (EventClaimCurrentRow, error) {
+	row := db.QueryRowContext(ctx, eventClaimCurrent, issueID)
+	var i EventClaimCurrentRow
+	err := row.Scan(
+		&i.ID,
+		&i.Actor,
+		&i.Comment,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const eventCommentSet = `-- name: EventCommentSet :execrows
+UPDATE events
+SET comment = ?1
+WHERE id = ?2
+`
+
+type EventCommentSetParams struct {
+	Comment sql.NullString
+	ID      int64
+}
+
+// EventCommentSet rewrites the comment of one event: a heartbeat renews the
+// lease in its claim event instead of adding a row per beat.
+func (q *Queries) EventCommentSet(ctx context.Context, db DBTX, arg EventCommentSetParams) (int64, error) {
+	result, err := db.ExecContext(ctx, eventCommentSet, arg.Comment, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const eventCountsSince = `-- name: EventCountsSince :one
+SELECT
+    CAST(COALESCE(sum(CASE WHEN event_type IN ('claimed', 'status_changed')
+        AND new_value LIKE '%"status":"in_progress"%' THEN 1 ELSE 0 END), 0) AS INTEGER) AS claims,
+    CAST(COALESCE(sum(CASE WHEN comment LIKE 'bd-claim released:%' THEN 1 ELSE 0 END), 0) AS INTEGER) AS releases,
+    CAST(COALESCE(sum(CASE WHEN comment LIKE 'bd-claim failed:%' THEN 1 ELSE 0 END), 0) AS INTEGER) AS failures,
+    CAST(COALESCE(sum(CASE WHEN comment LIKE 'bd-claim expired:%' THEN 1 ELSE 0 END), 0) AS INTEGER) AS reclaims
+FROM events
+WHERE created_at >= ?1
+`
+
+type EventCountsSinceRow struct {
+	Claims   int64
+	Releases int64
+	Failures int64
+	Reclaims int64
+}
+
+// EventCountsSince counts the claims, releases, failures and reclaims
+// (expired leases taken over or reaped) recorded since a time
+// (idx_events_created_at).
+func (q *Queries) EventCountsSince(ctx context.Context, db DBTX, since string) (EventCountsSinceRow, error) {
+	row := db.QueryRowContext(ctx, eventCountsSince, since)
+	var i EventCountsSinceRow
+	err := row.Scan(
+		&i.Claims,
+		&i.Releases,
+		&i.Failures,
+		&i.Reclaims,
+	)
+	return i, err
+}
+
+const eventInsert = `-- name: EventInsert :one
+INSERT INTO events (issue_id, event_type, actor, old_value, new_value, comment, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+RETURNING id
 `
 
 type EventInsertParams struct {
@@ -21,17 +134,24 @@ type EventInsertParams struct {
 	Actor     string
 	OldValue  sql.NullString
 	NewValue  sql.NullString
+	Comment   sql.NullString
+	CreatedAt string
 }
 
-// EventInsert appends one audit event; created_at keeps the column default
-// (CURRENT_TIMESTAMP), as bd leaves it.
-func (q *Queries) EventInsert(ctx context.Context, db DBTX, arg EventInsertParams) error {
-	_, err := db.ExecContext(ctx, eventInsert,
+// EventInsert appends one audit event and returns its id. created_at is
+// written in CURRENT_TIMESTAMP's form ('YYYY-MM-DD HH:MM:SS', UTC), as bd's
+// column default leaves it, but from bd-claim's clock.
+func (q *Queries) EventInsert(ctx context.Context, db DBTX, arg EventInsertParams) (int64, error) {
+	row := db.QueryRowContext(ctx, eventInsert,
 		arg.IssueID,
 		arg.EventType,
 		arg.Actor,
 		arg.OldValue,
 		arg.NewValue,
+		arg.Comment,
+		arg.CreatedAt,
 	)
-	return err
+	var id int64
+	err := row.Scan(&id)
+	return id, err
 }

@@ -10,33 +10,84 @@ import (
 	"database/sql"
 )
 
-const issueClaim = `-- name: IssueClaim :execrows
-UPDATE issues
-SET status = 'in_progress',
-    assignee = CAST(?1 AS TEXT),
-    updated_at = ?2,
-    content_hash = ?3
-WHERE id = ?4
-  AND status = 'open'
-  AND (assignee IS NULL OR assignee = '' OR assignee = CAST(?1 AS TEXT))
+const issueHeld = `-- name: IssueHeld :one
+SELECT CAST(COALESCE(json_group_array(json_object(
+    'id', id, 'assignee', assignee, 'claim_id', claim_id,
+    'claim_actor', claim_actor, 'claim_comment', claim_comment, 'claimed_at', claimed_at)), '[]') AS TEXT) AS held
+FROM (
+    SELECT i.id,
+           COALESCE(i.assignee, '') AS assignee,
+           COALESCE(e.id, 0) AS claim_id,
+           COALESCE(e.actor, '') AS claim_actor,
+           COALESCE(e.comment, '') AS claim_comment,
+           COALESCE(CAST(e.created_at AS TEXT), '') AS claimed_at
+    FROM issues i
+    LEFT JOIN events e ON e.id = (
+        SELECT max(c.id) FROM events c
+        WHERE c.issue_id = i.id AND c.event_type IN ('claimed', 'status_changed'))
+    WHERE i.status = 'in_progress'
+    ORDER BY 2, 1
+)
 `
 
-type IssueClaimParams struct {
-	Agent       string
+// IssueHeld lists every in_progress issue with its current claim event
+// (the latest claimed or status_changed event; claim_id 0 when there is
+// none) as one JSON array of objects, ordered by assignee and id.
+func (q *Queries) IssueHeld(ctx context.Context, db DBTX) (string, error) {
+	row := db.QueryRowContext(ctx, issueHeld)
+	var held string
+	err := row.Scan(&held)
+	return held, err
+}
+
+const issueHeldCount = `-- name: IssueHeldCount :one
+SELECT count(*) FROM issues
+WHERE assignee = CAST(?1 AS TEXT) AND status = 'in_progress'
+`
+
+// IssueHeldCount counts the in_progress issues assigned to an agent
+// (idx_issues_assignee).
+func (q *Queries) IssueHeldCount(ctx context.Context, db DBTX, agent string) (int64, error) {
+	row := db.QueryRowContext(ctx, issueHeldCount, agent)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const issueHolderSet = `-- name: IssueHolderSet :execrows
+UPDATE issues
+SET status = CAST(?1 AS TEXT),
+    assignee = CAST(?2 AS TEXT),
+    updated_at = ?3,
+    content_hash = ?4
+WHERE id = ?5
+  AND status = CAST(?6 AS TEXT)
+  AND COALESCE(assignee, '') = CAST(?7 AS TEXT)
+`
+
+type IssueHolderSetParams struct {
+	Status      string
+	Assignee    string
 	UpdatedAt   string
 	ContentHash sql.NullString
 	ID          string
+	OldStatus   string
+	OldAssignee string
 }
 
-// IssueClaim moves one open issue to in_progress for an agent. The WHERE
-// clause is the compare-and-swap guard: it matches only while the issue is
-// still open and unassigned (or already assigned to the same agent).
-func (q *Queries) IssueClaim(ctx context.Context, db DBTX, arg IssueClaimParams) (int64, error) {
-	result, err := db.ExecContext(ctx, issueClaim,
-		arg.Agent,
+// IssueHolderSet moves one issue to a new status and assignee: a claim,
+// a takeover, a release. The WHERE clause is the compare-and-swap guard: it
+// matches only while the issue still has the status and assignee it was
+// read with.
+func (q *Queries) IssueHolderSet(ctx context.Context, db DBTX, arg IssueHolderSetParams) (int64, error) {
+	result, err := db.ExecContext(ctx, issueHolderSet,
+		arg.Status,
+		arg.Assignee,
 		arg.UpdatedAt,
 		arg.ContentHash,
 		arg.ID,
+		arg.OldStatus,
+		arg.OldAssignee,
 	)
 	if err != nil {
 		return 0, err
@@ -68,10 +119,31 @@ type IssueStateRow struct {
 	Assignee string
 }
 
-// IssueState reads what a refused --id claim reports: status and holder.
+// IssueState reads what a refusal reports: status and holder.
 func (q *Queries) IssueState(ctx context.Context, db DBTX, id string) (IssueStateRow, error) {
 	row := db.QueryRowContext(ctx, issueState, id)
 	var i IssueStateRow
 	err := row.Scan(&i.Status, &i.Assignee)
 	return i, err
+}
+
+const issueTouch = `-- name: IssueTouch :execrows
+UPDATE issues
+SET updated_at = ?1
+WHERE id = ?2
+`
+
+type IssueTouchParams struct {
+	UpdatedAt string
+	ID        string
+}
+
+// IssueTouch sets updated_at alone, as bd's AddComment does for an event
+// comment (updated_at is not part of the content hash).
+func (q *Queries) IssueTouch(ctx context.Context, db DBTX, arg IssueTouchParams) (int64, error) {
+	result, err := db.ExecContext(ctx, issueTouch, arg.UpdatedAt, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }

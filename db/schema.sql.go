@@ -12,7 +12,7 @@ import (
 const schemaColumns = `-- name: SchemaColumns :one
 WITH bd_tables(name) AS (
     VALUES ('issues'), ('labels'), ('dependencies'), ('blocked_issues_cache'),
-           ('events'), ('dirty_issues'), ('metadata'), ('config')
+           ('events'), ('comments'), ('dirty_issues'), ('metadata'), ('config')
 )
 SELECT CAST(COALESCE(group_concat(t.name || '.' || p.name, ','), '') AS TEXT) AS columns
 FROM bd_tables AS t

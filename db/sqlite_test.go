@@ -396,30 +396,69 @@ func TestQueries(t *testing.T) {
 	_, err = q.IssueState(ctx, conn, "t-404")
 	assert.Assert(t, errors.Is(err, sql.ErrNoRows))
 
-	claim := func(agent, id string) int64 {
+	setHolder := func(id, status, assignee, oldStatus, oldAssignee string) int64 {
 		t.Helper()
-		n, err := q.IssueClaim(ctx, conn, db.IssueClaimParams{Agent: agent, UpdatedAt: "2025-02-01T00:00:00Z",
-			ContentHash: sql.NullString{String: "h-" + agent, Valid: true}, ID: id})
+		n, err := q.IssueHolderSet(ctx, conn, db.IssueHolderSetParams{Status: status, Assignee: assignee, UpdatedAt: "2025-02-01T00:00:00Z",
+			ContentHash: sql.NullString{String: "h-" + assignee, Valid: true}, ID: id, OldStatus: oldStatus, OldAssignee: oldAssignee})
 		assert.NilError(t, err)
 		return n
 	}
-	assert.Equal(t, claim("ann", "t-1"), int64(1))
-	assert.Equal(t, claim("bob", "t-1"), int64(0), "compare-and-swap: no longer open")
-	assert.Equal(t, claim("ann", "t-404"), int64(0))
+	assert.Equal(t, setHolder("t-1", "in_progress", "ann", "open", ""), int64(1))
+	assert.Equal(t, setHolder("t-1", "in_progress", "bob", "open", ""), int64(0), "compare-and-swap: no longer open")
+	assert.Equal(t, setHolder("t-404", "in_progress", "ann", "open", ""), int64(0))
 	st, err = q.IssueState(ctx, conn, "t-1")
 	assert.NilError(t, err)
 	assert.Equal(t, st, db.IssueStateRow{Status: "in_progress", Assignee: "ann"})
-	_, err = conn.Exec("UPDATE issues SET assignee = 'cid' WHERE id = 't-2'")
+	_, err = conn.Exec("UPDATE issues SET assignee = NULL WHERE id = 't-2'")
 	assert.NilError(t, err)
-	assert.Equal(t, claim("dan", "t-2"), int64(0), "compare-and-swap: assigned to someone else")
-	assert.Equal(t, claim("cid", "t-2"), int64(1), "an open issue pre-assigned to the agent")
+	assert.Equal(t, setHolder("t-2", "in_progress", "dan", "open", "cid"), int64(0), "compare-and-swap: the assignee changed")
+	assert.Equal(t, setHolder("t-2", "in_progress", "cid", "open", ""), int64(1), "a NULL assignee compares as ''")
+	n, err := q.IssueHeldCount(ctx, conn, "cid")
+	assert.NilError(t, err)
+	assert.Equal(t, n, int64(1))
+	n, err = q.IssueTouch(ctx, conn, db.IssueTouchParams{UpdatedAt: "2025-03-01T00:00:00Z", ID: "t-2"})
+	assert.NilError(t, err)
+	assert.Equal(t, n, int64(1))
 
-	assert.NilError(t, q.EventInsert(ctx, conn, db.EventInsertParams{IssueID: "t-1", EventType: "claimed", Actor: "ann",
-		OldValue: sql.NullString{String: "{}", Valid: true}, NewValue: sql.NullString{String: `{"status":"in_progress"}`, Valid: true}}))
-	var created string
-	assert.NilError(t, conn.QueryRow("SELECT CAST(created_at AS TEXT) FROM events WHERE issue_id = 't-1'").Scan(&created))
-	_, err = time.Parse("2006-01-02 15:04:05", created)
-	assert.NilError(t, err, "events.created_at keeps the column default")
+	id, err := q.EventInsert(ctx, conn, db.EventInsertParams{IssueID: "t-1", EventType: "claimed", Actor: "ann",
+		OldValue: sql.NullString{String: "{}", Valid: true}, NewValue: sql.NullString{String: `{"status":"in_progress"}`, Valid: true},
+		CreatedAt: "2025-02-01 00:00:00"})
+	assert.NilError(t, err)
+	cur, err := q.EventClaimCurrent(ctx, conn, "t-1")
+	assert.NilError(t, err)
+	assert.Equal(t, cur, db.EventClaimCurrentRow{ID: id, Actor: "ann", CreatedAt: "2025-02-01 00:00:00"})
+	n, err = q.EventCommentSet(ctx, conn, db.EventCommentSetParams{ID: id, Comment: sql.NullString{String: "c", Valid: true}})
+	assert.NilError(t, err)
+	assert.Equal(t, n, int64(1))
+	held, err := q.IssueHeld(ctx, conn)
+	assert.NilError(t, err)
+	assert.Equal(t, held, `[{"id":"t-1","assignee":"ann","claim_id":`+fmt.Sprint(id)+`,"claim_actor":"ann","claim_comment":"c","claimed_at":"2025-02-01 00:00:00"},`+
+		`{"id":"t-2","assignee":"cid","claim_id":0,"claim_actor":"","claim_comment":"","claimed_at":""}]`, "by assignee")
+
+	for _, c := range []string{"bd-claim failed: a", "bd-claim failed: b"} {
+		_, err = q.EventInsert(ctx, conn, db.EventInsertParams{IssueID: "t-1", EventType: "status_changed", Actor: "ann",
+			Comment: sql.NullString{String: c, Valid: true}, CreatedAt: "2025-02-02 00:00:00"})
+		assert.NilError(t, err)
+	}
+	a, err := q.EventAttempts(ctx, conn, "t-1")
+	assert.NilError(t, err)
+	assert.Equal(t, a, db.EventAttemptsRow{Failures: 2, LastFailureAt: "2025-02-02 00:00:00"})
+	counts, err := q.EventCountsSince(ctx, conn, "2025-02-01 00:00:00")
+	assert.NilError(t, err)
+	assert.Equal(t, counts, db.EventCountsSinceRow{Claims: 1, Failures: 2})
+	n, err = q.LabelAdd(ctx, conn, db.LabelAddParams{IssueID: "t-1", Label: "alpha"})
+	assert.NilError(t, err)
+	assert.Equal(t, n, int64(0), "already there")
+	n, err = q.LabelRemove(ctx, conn, db.LabelRemoveParams{IssueID: "t-1", Label: "alpha"})
+	assert.NilError(t, err)
+	assert.Equal(t, n, int64(1))
+	assert.NilError(t, q.CommentInsert(ctx, conn, db.CommentInsertParams{IssueID: "t-1", Author: "ann", Text: "hi", CreatedAt: "2025-02-01 00:00:00"}))
+	sc, err := q.StatsCounts(ctx, conn)
+	assert.NilError(t, err)
+	assert.Equal(t, sc.Open, int64(0))
+	sa, err := q.StatsAttempts(ctx, conn, "zeta")
+	assert.NilError(t, err)
+	assert.Equal(t, sa, "[]", "no open issue")
 
 	assert.NilError(t, q.DirtyIssueMark(ctx, conn, db.DirtyIssueMarkParams{IssueID: "t-1", MarkedAt: "one"}))
 	assert.NilError(t, q.DirtyIssueMark(ctx, conn, db.DirtyIssueMarkParams{IssueID: "t-1", MarkedAt: "two"}))
@@ -461,14 +500,37 @@ func TestQueriesFail(t *testing.T) {
 
 	for name, conn := range map[string]*sql.DB{"closed": closed, "no tables": empty} {
 		t.Run(name, func(t *testing.T) {
-			n, err := q.IssueClaim(ctx, conn, db.IssueClaimParams{Agent: "a", ID: "x"})
+			n, err := q.IssueHolderSet(ctx, conn, db.IssueHolderSetParams{ID: "x"})
 			assert.Assert(t, err != nil)
 			assert.Equal(t, n, int64(0))
+			for _, f := range []func() (int64, error){
+				func() (int64, error) { return q.IssueTouch(ctx, conn, db.IssueTouchParams{ID: "x"}) },
+				func() (int64, error) { return q.IssueHeldCount(ctx, conn, "x") },
+				func() (int64, error) { return q.EventInsert(ctx, conn, db.EventInsertParams{IssueID: "x"}) },
+				func() (int64, error) { return q.EventCommentSet(ctx, conn, db.EventCommentSetParams{ID: 1}) },
+				func() (int64, error) { return q.LabelAdd(ctx, conn, db.LabelAddParams{IssueID: "x"}) },
+				func() (int64, error) { return q.LabelRemove(ctx, conn, db.LabelRemoveParams{IssueID: "x"}) },
+			} {
+				_, err := f()
+				assert.Assert(t, err != nil)
+			}
+			_, err = q.IssueHeld(ctx, conn)
+			assert.Assert(t, err != nil)
+			_, err = q.EventClaimCurrent(ctx, conn, "x")
+			assert.Assert(t, err != nil && !errors.Is(err, sql.ErrNoRows), "%v", err)
+			_, err = q.EventAttempts(ctx, conn, "x")
+			assert.Assert(t, err != nil)
+			_, err = q.EventCountsSince(ctx, conn, "x")
+			assert.Assert(t, err != nil)
+			_, err = q.StatsCounts(ctx, conn)
+			assert.Assert(t, err != nil)
+			_, err = q.StatsAttempts(ctx, conn, "x")
+			assert.Assert(t, err != nil)
+			assert.Assert(t, q.CommentInsert(ctx, conn, db.CommentInsertParams{IssueID: "x"}) != nil)
 			_, err = q.IssueLabels(ctx, conn, "x")
 			assert.Assert(t, err != nil)
 			_, err = q.IssueState(ctx, conn, "x")
 			assert.Assert(t, err != nil && !errors.Is(err, sql.ErrNoRows), "%v", err)
-			assert.Assert(t, q.EventInsert(ctx, conn, db.EventInsertParams{IssueID: "x"}) != nil)
 			assert.Assert(t, q.DirtyIssueMark(ctx, conn, db.DirtyIssueMarkParams{IssueID: "x"}) != nil)
 			_, err = q.SchemaSettings(ctx, conn)
 			assert.Assert(t, err != nil && !errors.Is(err, sql.ErrNoRows), "%v", err)

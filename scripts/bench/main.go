@@ -736,8 +736,8 @@ func (b *bench) inProcess(ctx context.Context) error {
 					defer wg.Done()
 					agent := fmt.Sprintf("lib-%d", g)
 					for left.Add(-1) >= 0 {
-						iss, err := s.Claim(ctx, claim.Request{Agent: agent})
-						if err == nil && iss == nil {
+						res, err := s.Claim(ctx, claim.Request{Agent: agent})
+						if err == nil && res.Issue == nil {
 							err = errors.New("no issue left")
 						}
 						if err != nil {

@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/bdclaim/bd-claim/claim"
+)
+
+// attempt is what a failed release reports.
+type attempt struct {
+	Failures  int        `json:"failures"`
+	RetryAt   *time.Time `json:"retry_at"` // null when abandoned
+	Abandoned bool       `json:"abandoned"`
+}
+
+// reset is what a reset reports.
+type reset struct {
+	Cleared      int  `json:"cleared_failures"`
+	LabelRemoved bool `json:"label_removed"`
+}
+
+func needID(o *options) error {
+	if strings.TrimSpace(o.req.ID) == "" {
+		return claim.Errorf(claim.EInvalid, "--id ISSUE is required")
+	}
+	return nil
+}
+
+var releaseCommand = &command{
+	name:  "release",
+	event: "issue_release",
+	usage: "bd-claim release --agent NAME --id ISSUE [--claim-id N] [--reason TEXT] [--failed]",
+	about: "Give a held issue back: in_progress → open, unassigned, as bd update writes it.\n" +
+		"--failed records a failed attempt: the issue then waits out a backoff, and is\n" +
+		"abandoned (labelled, never handed out by claim-next) after max-failures.",
+	flags: func(fs *pflag.FlagSet, o *options) {
+		fs.StringVar(&o.req.ID, "id", "", "the issue to give back (required)")
+		fs.Int64Var(&o.req.ClaimID, "claim-id", 0, "release only while the agent holds the issue under this claim")
+		fs.StringVar(&o.reason, "reason", "", "why: kept in the event, and shown by bd show as a comment")
+		fs.BoolVar(&o.failed, "failed", false, "the attempt failed: counts towards backoff and abandonment")
+		settingFlags(fs, o, policyNames...)
+	},
+	check: needID,
+	do: func(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
+		rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: o.req.Agent, ID: o.req.ID, ClaimID: o.req.ClaimID, Reason: o.reason, Failed: o.failed})
+		if err != nil {
+			log.Error("issue_release_error", "agent", o.req.Agent, "issue_id", o.req.ID, errAttr(err), o.elapsed())
+			return out.fail(exitCode(err), err)
+		}
+		env := envelope{Status: "ok", Agent: o.req.Agent, Issue: rel.Issue, ClaimID: rel.ClaimID}
+		if o.failed {
+			env.Attempt = &attempt{Failures: rel.Failures, RetryAt: rel.RetryAt, Abandoned: rel.Abandoned}
+		}
+		log.Info("issue_release_success", "agent", o.req.Agent, "issue_id", o.req.ID, "claim_id", rel.ClaimID, "failed", o.failed, "failures", rel.Failures, "abandoned", rel.Abandoned, o.elapsed())
+		if !out.human {
+			out.json(env)
+			return ExitClaimed
+		}
+		fmt.Fprintf(out.w, "released %s (claim %d)", rel.Issue.ID, rel.ClaimID)
+		switch {
+		case rel.Abandoned:
+			fmt.Fprintf(out.w, ": failed attempt %d, abandoned (bd-claim reset --id %s hands it out again)", rel.Failures, rel.Issue.ID)
+		case o.failed:
+			fmt.Fprintf(out.w, ": failed attempt %d, claimable again from %s", rel.Failures, rel.RetryAt.Format(time.RFC3339))
+		}
+		fmt.Fprintln(out.w)
+		return ExitClaimed
+	},
+}
+
+var heartbeatCommand = &command{
+	name:  "heartbeat",
+	event: "issue_heartbeat",
+	usage: "bd-claim heartbeat --agent NAME --id ISSUE [--claim-id N] [--lease DURATION]",
+	about: "Renew the lease of a held issue from now. Adds no event: the claim event's lease is\n" +
+		"rewritten in place. Without --lease the claim's own lease length is used.",
+	flags: func(fs *pflag.FlagSet, o *options) {
+		fs.StringVar(&o.req.ID, "id", "", "the held issue (required)")
+		fs.Int64Var(&o.req.ClaimID, "claim-id", 0, "renew only while the agent holds the issue under this claim")
+		fs.StringVar(&o.lease, "lease", "", "the new lease, from now (default: the claim's lease length)")
+	},
+	check: func(o *options) error {
+		if err := needID(o); err != nil {
+			return err
+		}
+		if o.lease == "" {
+			return nil
+		}
+		var err error
+		o.req.Lease, err = claim.ParseDuration("lease", o.lease, claim.MaxLease)
+		if err == nil && o.req.Lease < time.Second {
+			err = claim.Errorf(claim.EInvalid, "--lease: %s is shorter than 1s", o.lease)
+		}
+		return err
+	},
+	do: func(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
+		res, err := s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: o.req.Agent, ID: o.req.ID, ClaimID: o.req.ClaimID, Lease: o.req.Lease})
+		if err != nil {
+			log.Error("issue_heartbeat_error", "agent", o.req.Agent, "issue_id", o.req.ID, errAttr(err), o.elapsed())
+			return out.fail(exitCode(err), err)
+		}
+		log.Info("issue_heartbeat_success", "agent", o.req.Agent, "issue_id", o.req.ID, "claim_id", res.ClaimID, "lease_expires_at", res.Lease.Until, o.elapsed())
+		if !out.human {
+			out.json(envelope{Status: "ok", Agent: o.req.Agent, Issue: res.Issue, ClaimID: res.ClaimID, LeaseExpiresAt: leaseUntil(res.Lease)})
+			return ExitClaimed
+		}
+		fmt.Fprintf(out.w, "%s holds %s (claim %d), leased until %s\n", o.req.Agent, res.Issue.ID, res.ClaimID, res.Lease.Until.Format(time.RFC3339))
+		return ExitClaimed
+	},
+}
+
+var resetCommand = &command{
+	name:         "reset",
+	event:        "issue_reset",
+	usage:        "bd-claim reset --id ISSUE [--agent NAME]",
+	about:        "Clear an issue's failed attempts and remove its abandoned label, so that claim-next\nhands it out again. --agent (default $BD_ACTOR, else bd-claim) is recorded as the actor.",
+	actorDefault: true,
+	flags: func(fs *pflag.FlagSet, o *options) {
+		fs.StringVar(&o.req.ID, "id", "", "the issue (required)")
+		settingFlags(fs, o, policyNames...)
+	},
+	check: needID,
+	do: func(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
+		r, err := s.Reset(ctx, o.req.Agent, o.req.ID)
+		if err != nil {
+			log.Error("issue_reset_error", "agent", o.req.Agent, "issue_id", o.req.ID, errAttr(err), o.elapsed())
+			return out.fail(exitCode(err), err)
+		}
+		log.Info("issue_reset_success", "agent", o.req.Agent, "issue_id", o.req.ID, "cleared_failures", r.Cleared, "label_removed", r.Label, o.elapsed())
+		if !out.human {
+			out.json(envelope{Status: "ok", Agent: o.req.Agent, Issue: r.Issue, Reset: &reset{r.Cleared, r.Label}})
+			return ExitClaimed
+		}
+		fmt.Fprintf(out.w, "reset %s: %d failed attempts cleared", r.Issue.ID, r.Cleared)
+		if r.Label {
+			fmt.Fprintf(out.w, ", abandoned label removed")
+		}
+		fmt.Fprintln(out.w)
+		return ExitClaimed
+	},
+}
+
+var reapCommand = &command{
+	name:         "reap",
+	event:        "reap",
+	usage:        "bd-claim reap [--dry-run] [--agent NAME]",
+	about:        "Return every in_progress issue whose lease has expired to open, unassigned, in one\ntransaction. --agent (default $BD_ACTOR, else bd-claim) is recorded as the actor.",
+	actorDefault: true,
+	flags: func(fs *pflag.FlagSet, o *options) {
+		fs.BoolVar(&o.req.DryRun, "dry-run", false, "list the expired claims; change nothing")
+	},
+	check: func(*options) error { return nil },
+	do: func(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
+		reaped, err := s.Reap(ctx, o.req.Agent, o.req.DryRun)
+		if err != nil {
+			log.Error("reap_error", "agent", o.req.Agent, errAttr(err), o.elapsed())
+			return out.fail(exitCode(err), err)
+		}
+		log.Info("reap_success", "agent", o.req.Agent, "dry_run", o.req.DryRun, "reaped", len(reaped), o.elapsed())
+		if !out.human {
+			out.json(struct {
+				Status string          `json:"status"`
+				Agent  string          `json:"agent"`
+				DryRun bool            `json:"dry_run,omitempty"`
+				Reaped []claim.Expired `json:"reaped"`
+			}{"ok", o.req.Agent, o.req.DryRun, reaped})
+			return ExitClaimed
+		}
+		verb := "reaped"
+		if o.req.DryRun {
+			verb = "would reap"
+		}
+		fmt.Fprintf(out.w, "%s %d expired claims\n", verb, len(reaped))
+		for _, e := range reaped {
+			fmt.Fprintf(out.w, "  %s  held by %s (claim %d), lease ended %s\n", e.ID, e.Holder, e.ClaimID, e.LeaseUntil.Format(time.RFC3339))
+		}
+		return ExitClaimed
+	},
+}
