@@ -1,0 +1,100 @@
+package claim_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/bdclaim/bd-claim/claim"
+)
+
+// A waiting claim gives up after its wait with a reason, keeping the
+// reason of its last look.
+func TestWaitTimesOut(t *testing.T) {
+	s, _, _ := lifecycle(t, "0.49.6", nil)
+	ctx := context.Background()
+	start := time.Now()
+	res, err := s.Claim(ctx, claim.Request{Agent: "w", Filters: claim.Filters{IncludeLabels: []string{"nope"}}, Wait: 150 * time.Millisecond})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue == nil)
+	assert.Equal(t, res.Reason, "nothing became claimable within 150ms")
+	assert.Assert(t, time.Since(start) >= 150*time.Millisecond)
+
+	mustClaim(t, s, claim.Request{Agent: "w"})
+	res, err = s.Claim(ctx, claim.Request{Agent: "w", MaxHeld: 1, Wait: 50 * time.Millisecond})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Reason, "nothing became claimable within 50ms (agent w already holds 1 in_progress issues (max held 1))")
+}
+
+// A cancelled wait (a signal) is INTERRUPTED and writes nothing.
+func TestWaitInterrupted(t *testing.T) {
+	s, conn, _ := lifecycle(t, "0.49.6", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	events := count(t, conn, "SELECT count(*) FROM events")
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, err := s.Claim(ctx, claim.Request{Agent: "w", Filters: claim.Filters{IncludeLabels: []string{"nope"}}, Wait: time.Minute})
+	assert.Equal(t, claim.ErrorCode(err), claim.EInterrupted)
+	assert.Assert(t, errors.Is(err, context.Canceled))
+	assert.Assert(t, is.Contains(claim.ErrorMessage(err), "nothing was written"))
+	assert.Equal(t, count(t, conn, "SELECT count(*) FROM events"), events)
+}
+
+// Another connection's commit wakes a waiting claim (PRAGMA
+// data_version), which then claims what was released.
+func TestWaitWakesOnRelease(t *testing.T) {
+	for _, dry := range []bool{false, true} {
+		s, _, _ := lifecycle(t, "0.49.6", nil)
+		other := openStore(t, s.Workspace.Root, claim.Options{})
+		ctx := context.Background()
+		f := claim.Filters{IncludeLabels: []string{"frontend"}}
+		var held []string
+		for {
+			res, err := other.Claim(ctx, claim.Request{Agent: "holder", Filters: f})
+			assert.NilError(t, err)
+			if res.Issue == nil {
+				break
+			}
+			held = append(held, res.Issue.ID)
+		}
+		assert.Assert(t, len(held) > 0)
+		time.AfterFunc(200*time.Millisecond, func() {
+			_, err := other.Release(ctx, claim.ReleaseRequest{Agent: "holder", ID: held[0]})
+			assert.Check(t, err)
+		})
+		start := time.Now()
+		res, err := s.Claim(ctx, claim.Request{Agent: "waiter", Filters: f, Wait: 10 * time.Second, DryRun: dry})
+		assert.NilError(t, err)
+		assert.Equal(t, res.Issue.ID, held[0])
+		assert.Assert(t, time.Since(start) < 2*time.Second, "woken by the commit, not by the periodic look: %s", time.Since(start))
+		if !dry {
+			assert.Equal(t, res.Issue.Assignee, "waiter")
+		}
+	}
+}
+
+// Readiness that changes with the clock alone (an expired lease here) is
+// noticed by the periodic look, though nothing was written.
+func TestWaitNoticesTheClock(t *testing.T) {
+	s, _, c := lifecycle(t, "0.49.6", nil)
+	ctx := context.Background()
+	f := claim.Filters{IncludeLabels: []string{"frontend"}}
+	claims := map[string]int64{}
+	for {
+		res, err := s.Claim(ctx, claim.Request{Agent: "holder", Filters: f, Lease: time.Minute})
+		assert.NilError(t, err)
+		if res.Issue == nil {
+			break
+		}
+		claims[res.Issue.ID] = res.ClaimID
+	}
+	time.AfterFunc(100*time.Millisecond, func() { c.advance(2 * time.Minute) })
+	res, err := s.Claim(ctx, claim.Request{Agent: "waiter", Filters: f, Wait: 10 * time.Second})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue != nil)
+	assert.Equal(t, res.TookOver.Agent, "holder")
+	assert.Equal(t, res.TookOver.ClaimID, claims[res.Issue.ID])
+}
