@@ -42,7 +42,7 @@ func (s *Store) Explain(ctx context.Context, req Request) (Explanation, error) {
 	for i := range counts {
 		dest = append(dest, &counts[i])
 	}
-	conn := s.stmts.On(nil)
+	conn := s.on(nil)
 	if err := queryRow(ctx, conn, b).Scan(dest...); err != nil {
 		return e, classify(err, "explain the claim")
 	}

@@ -100,7 +100,7 @@ func (s *Store) write(ctx context.Context, doing string, fn func(conn db.DBTX, n
 	defer s.writing.Unlock()
 	ctx = context.WithoutCancel(ctx)
 	return classify(db.Tx(ctx, s.conn, s.retry, func(tx *sql.Tx) error {
-		return fn(s.stmts.On(tx), s.now())
+		return fn(s.on(tx), s.now())
 	}), doing)
 }
 
@@ -297,8 +297,11 @@ func (s *Store) Heartbeat(ctx context.Context, req HeartbeatRequest) (Result, er
 			return err
 		}
 		r, err := s.read(ctx, conn, req.ID)
+		if err != nil {
+			return err
+		}
 		res = Result{Issue: &r.Issue, ClaimID: cur.ID, Lease: lease}
-		return err
+		return nil
 	})
 	if err != nil {
 		return Result{}, err
@@ -410,7 +413,7 @@ func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired,
 		return nil
 	}
 	if dryRun {
-		return out, classify(find(s.stmts.On(nil), s.now()), "find expired leases")
+		return out, classify(find(s.on(nil), s.now()), "find expired leases")
 	}
 	err := s.write(ctx, "reap expired leases", func(conn db.DBTX, now time.Time) error {
 		if err := find(conn, now); err != nil {

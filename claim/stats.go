@@ -88,7 +88,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		return st, classify(err, "read the stats")
 	}
 	defer tx.Rollback()
-	return st, classify(s.stats(ctx, s.stmts.On(tx), now, &st), "read the stats")
+	return st, classify(s.stats(ctx, s.on(tx), now, &st), "read the stats")
 }
 
 func (s *Store) stats(ctx context.Context, conn db.DBTX, now time.Time, st *Stats) error {

@@ -91,6 +91,19 @@ type Store struct {
 	now       func() time.Time
 	retry     db.Retry
 	policy    Policy
+	// faults, when set (by this package's tests), wraps the handle every
+	// query runs on, to make chosen statements fail.
+	faults func(db.DBTX) db.DBTX
+}
+
+// on returns the handle a Store's queries run on: in tx when it is not
+// nil, else on the pool; each statement is prepared once (db.Stmts).
+func (s *Store) on(tx *sql.Tx) db.DBTX {
+	h := s.stmts.On(tx)
+	if s.faults != nil {
+		return s.faults(h)
+	}
+	return h
 }
 
 // Open checks the database at ws.DBPath and returns a Store on it. Nothing
@@ -140,11 +153,10 @@ func (s *Store) Claim(ctx context.Context, req Request) (Result, error) {
 	if err := req.validate(); err != nil {
 		return Result{}, err
 	}
-	res, err := s.claimOnce(ctx, req)
-	if err != nil || res.Issue != nil || req.Wait <= 0 {
-		return res, err
+	if req.Wait > 0 {
+		return s.wait(ctx, req)
 	}
-	return s.wait(ctx, req, res)
+	return s.claimOnce(ctx, req)
 }
 
 func (req *Request) validate() error {
@@ -180,7 +192,7 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 	spec := NewReadySpecification(s.Features, req.Agent, req.Filters, s.policy, now)
 	if req.DryRun {
 		var res Result
-		err := s.pick(ctx, s.stmts.On(nil), spec, req, nil, now, &res)
+		err := s.pick(ctx, s.on(nil), spec, req, nil, now, &res)
 		return res, classify(err, "find a ready issue")
 	}
 	if err := ctx.Err(); err != nil {
@@ -199,7 +211,7 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 	var res Result
 	err := db.Tx(wctx, s.conn, s.retry, func(tx *sql.Tx) error {
 		res = Result{}
-		return s.pick(wctx, s.stmts.On(tx), spec, req, q, now, &res)
+		return s.pick(wctx, s.on(tx), spec, req, q, now, &res)
 	})
 	if err != nil {
 		return Result{}, classify(err, "claim an issue")

@@ -17,10 +17,11 @@ const (
 	waitLookEvery = 2 * time.Second
 )
 
-// wait keeps trying req until an issue is claimed, req.Wait passes (a nil
-// Issue, with the reason) or ctx is cancelled (INTERRUPTED). It looks with
-// a read first and takes the write lock only when the read finds an issue.
-func (s *Store) wait(ctx context.Context, req Request, last Result) (Result, error) {
+// wait tries req until an issue is claimed, req.Wait passes (a nil Issue,
+// with the reason) or ctx is cancelled (INTERRUPTED). Each look is a read;
+// only a look that finds an issue takes the write lock to claim it.
+func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
+	// data_version is per connection: watch it on one.
 	conn, err := s.conn.Conn(ctx)
 	if err != nil {
 		return Result{}, classify(err, "wait for an issue")
@@ -32,34 +33,33 @@ func (s *Store) wait(ctx context.Context, req Request, last Result) (Result, err
 	}
 	deadline := time.NewTimer(req.Wait)
 	defer deadline.Stop()
-	tick := time.NewTimer(waitPauseMin)
+	tick := time.NewTimer(time.Hour)
 	defer tick.Stop()
-	seen, looked, pause := version(), time.Now(), waitPauseMin
+	look := req
+	look.DryRun = true
 	for {
-		select {
-		case <-ctx.Done():
-			return Result{}, classify(ctx.Err(), "claim an issue while waiting")
-		case <-deadline.C:
-			last.Reason = fmt.Sprintf("nothing became claimable within %s", req.Wait) + suffix(last.Reason)
-			return last, nil
-		case <-tick.C:
+		seen, looked := version(), time.Now()
+		res, err := s.claimOnce(ctx, look)
+		if err == nil && res.Issue != nil && !req.DryRun {
+			res, err = s.claimOnce(ctx, req) // another agent may win it: then wait on
 		}
-		if v := version(); v != seen || time.Since(looked) >= waitLookEvery {
-			seen, looked, pause = v, time.Now(), waitPauseMin
-			look := req
-			look.DryRun = true
-			res, err := s.claimOnce(ctx, look)
-			if err == nil && res.Issue != nil && !req.DryRun {
-				res, err = s.claimOnce(ctx, req)
-			}
-			if err != nil || res.Issue != nil {
-				return res, err
-			}
-			last = res
-		} else {
-			pause = min(2*pause, waitPauseMax)
+		if err != nil || res.Issue != nil {
+			return res, err
 		}
-		tick.Reset(pause)
+		for pause := waitPauseMin; ; pause = min(2*pause, waitPauseMax) {
+			tick.Reset(pause)
+			select {
+			case <-ctx.Done():
+				return Result{}, classify(ctx.Err(), "claim an issue while waiting")
+			case <-deadline.C:
+				res.Reason = fmt.Sprintf("nothing became claimable within %s", req.Wait) + suffix(res.Reason)
+				return res, nil
+			case <-tick.C:
+			}
+			if version() != seen || time.Since(looked) >= waitLookEvery {
+				break
+			}
+		}
 	}
 }
 

@@ -1,0 +1,245 @@
+package claim
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/db"
+)
+
+// faulty runs every statement on the real database except the fail-th
+// one (counting from 1), which fails. It counts the statements it sees.
+type faulty struct {
+	db.DBTX
+	seen *atomic.Int64
+	fail int64
+	log  *[]string
+}
+
+var errInjected = errors.New("injected fault")
+
+func (f faulty) hit(query string) bool {
+	n := f.seen.Add(1)
+	if f.log != nil {
+		*f.log = append(*f.log, strings.SplitN(strings.TrimSpace(query), "\n", 2)[0])
+	}
+	return n == f.fail
+}
+
+func (f faulty) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if f.hit(query) {
+		return nil, errInjected
+	}
+	return f.DBTX.ExecContext(ctx, query, args...)
+}
+
+func (f faulty) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if f.hit(query) {
+		return nil, errInjected
+	}
+	return f.DBTX.QueryContext(ctx, query, args...)
+}
+
+func (f faulty) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if f.hit(query) {
+		return f.DBTX.QueryRowContext(ctx, "SELECT json_extract('{', '$')") // a row whose Scan fails
+	}
+	return f.DBTX.QueryRowContext(ctx, query, args...)
+}
+
+// faultCase is one operation of the lifecycle, with what must be in the
+// database before it runs.
+type faultCase struct {
+	name  string
+	setup func(t *testing.T, s *Store, c *testClock)
+	op    func(s *Store) error
+}
+
+type testClock struct{ ns atomic.Int64 }
+
+func (c *testClock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		assert.NilError(t, err)
+		return v
+	}
+}
+
+// Every statement of every lifecycle operation can fail: the operation
+// then reports the failure and the database is exactly as before (the
+// transaction rolled back, or nothing was written). Each case first runs
+// clean to count its statements, then once per statement with that one
+// failing.
+func TestEveryStatementFailureRollsBack(t *testing.T) {
+	ctx := context.Background()
+	first := func(t *testing.T) string { return claimtest.Claimable(t, "0.49.6", "priority")[0] }
+	leased := func(t *testing.T, s *Store, c *testClock) {
+		must[Result](t)(s.Claim(ctx, Request{Agent: "old", Lease: time.Second}))
+		c.advance(time.Minute)
+	}
+	failedTwice := func(t *testing.T, s *Store, c *testClock) {
+		id := first(t)
+		for range 2 {
+			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
+			must[Released](t)(s.Release(ctx, ReleaseRequest{Agent: "w", ID: id, Failed: true}))
+			c.advance(time.Hour)
+		}
+	}
+	held := func(t *testing.T, s *Store, c *testClock) {
+		must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: first(t), Lease: time.Minute}))
+	}
+	ok := func(_ Result, err error) error { return err }
+	for _, tc := range []faultCase{
+		{"claim next", nil, func(s *Store) error { return ok(s.Claim(ctx, Request{Agent: "a"})) }},
+		{"claim next, max held", held, func(s *Store) error { return ok(s.Claim(ctx, Request{Agent: "w", MaxHeld: 1})) }},
+		{"claim next, takeover", leased, func(s *Store) error { return ok(s.Claim(ctx, Request{Agent: "new"})) }},
+		{"dry run, takeover", leased, func(s *Store) error { return ok(s.Claim(ctx, Request{Agent: "new", DryRun: true})) }},
+		{"re-claim with a lease", held, func(s *Store) error {
+			return ok(s.Claim(ctx, Request{Agent: "w", ID: claimtest.Claimable(t, "0.49.6", "priority")[0], Lease: time.Hour}))
+		}},
+		{"refused: held under a lease", held, func(s *Store) error {
+			_, err := s.Claim(ctx, Request{Agent: "x", ID: claimtest.Claimable(t, "0.49.6", "priority")[0]})
+			if ErrorCode(err) == EAlready {
+				return nil
+			}
+			return err
+		}},
+		{"refused: in backoff", func(t *testing.T, s *Store, c *testClock) {
+			id := first(t)
+			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
+			must[Released](t)(s.Release(ctx, ReleaseRequest{Agent: "w", ID: id, Failed: true}))
+		}, func(s *Store) error {
+			_, err := s.Claim(ctx, Request{Agent: "x", ID: claimtest.Claimable(t, "0.49.6", "priority")[0]})
+			if ErrorCode(err) == ENotClaimable {
+				return nil
+			}
+			return err
+		}},
+		{"release with a reason", held, func(s *Store) error {
+			_, err := s.Release(ctx, ReleaseRequest{Agent: "w", ID: claimtest.Claimable(t, "0.49.6", "priority")[0], Reason: "done for now"})
+			return err
+		}},
+		{"failed release that abandons", func(t *testing.T, s *Store, c *testClock) {
+			failedTwice(t, s, c)
+			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: first(t)}))
+		}, func(s *Store) error {
+			rel, err := s.Release(ctx, ReleaseRequest{Agent: "w", ID: claimtest.Claimable(t, "0.49.6", "priority")[0], Failed: true})
+			if err == nil && !rel.Abandoned {
+				return errors.New("not abandoned")
+			}
+			return err
+		}},
+		{"heartbeat", held, func(s *Store) error {
+			return ok(s.Heartbeat(ctx, HeartbeatRequest{Agent: "w", ID: claimtest.Claimable(t, "0.49.6", "priority")[0]}))
+		}},
+		{"reset of an abandoned issue", func(t *testing.T, s *Store, c *testClock) {
+			failedTwice(t, s, c)
+			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: first(t)}))
+			must[Released](t)(s.Release(ctx, ReleaseRequest{Agent: "w", ID: first(t), Failed: true}))
+		}, func(s *Store) error {
+			r, err := s.Reset(ctx, "ops", claimtest.Claimable(t, "0.49.6", "priority")[0])
+			if err == nil && !r.Label {
+				return errors.New("no label removed")
+			}
+			return err
+		}},
+		{"reap", leased, func(s *Store) error { _, err := s.Reap(ctx, "reaper", false); return err }},
+		{"reap, dry run", leased, func(s *Store) error { _, err := s.Reap(ctx, "reaper", true); return err }},
+		{"explain", held, func(s *Store) error { _, err := s.Explain(ctx, Request{Agent: "w", MaxHeld: 1}); return err }},
+		{"stats", func(t *testing.T, s *Store, c *testClock) {
+			failedTwice(t, s, c)
+			leased(t, s, c)
+		}, func(s *Store) error { _, err := s.Stats(ctx); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(t *testing.T, fail int64, log *[]string) (int64, error, map[string][2][]string) {
+				c := &testClock{}
+				c.ns.Store(time.Now().Truncate(time.Second).UnixNano())
+				p := Policy{BackoffInitial: time.Minute, BackoffMultiplier: 2, BackoffMax: time.Hour, MaxFailures: 3, AbandonedLabel: "claim:abandoned"}
+				s, path := store(t, "0.49.6", Options{Now: c.now, Policy: &p})
+				if tc.setup != nil {
+					tc.setup(t, s, c)
+				}
+				before := claimtest.Snapshot(t, path)
+				seen := &atomic.Int64{}
+				s.faults = func(h db.DBTX) db.DBTX { return faulty{DBTX: h, seen: seen, fail: fail, log: log} }
+				err := tc.op(s)
+				return seen.Load(), err, claimtest.Diff(before, claimtest.Snapshot(t, path))
+			}
+			var log []string
+			n, err, _ := run(t, 0, &log)
+			assert.NilError(t, err, "the clean run")
+			assert.Assert(t, n > 0)
+			for i := int64(1); i <= n; i++ {
+				_, err, diff := run(t, i, nil)
+				assert.Assert(t, err != nil, "statement %d of %d (%s) failed unnoticed", i, n, log[i-1])
+				assert.Equal(t, ErrorCode(err), EUnexpected, "statement %d (%s): %v", i, log[i-1], err)
+				assert.DeepEqual(t, diff, map[string][2][]string{})
+			}
+		})
+	}
+}
+
+// A lease ends on a whole second, rounded up; a comment that is not a
+// lease (or a damaged one) has none.
+func TestLeaseComment(t *testing.T) {
+	now := time.Date(2026, 11, 21, 7, 0, 0, 500_000_000, time.UTC)
+	l := newLease(now, 90*time.Second)
+	assert.Equal(t, l.Until, time.Date(2026, 11, 21, 7, 1, 31, 0, time.UTC))
+	assert.Equal(t, l.comment(), "bd-claim lease until 2026-11-21T07:01:31Z (1m30s)")
+	assert.DeepEqual(t, parseLease(l.comment()), l)
+	assert.Assert(t, newLease(now, 0) == nil)
+	for _, c := range []string{"", "bd-claim lease until", "bd-claim lease until 2026-13-45T07:01:31Z (1m)", "a comment", "bd-claim failed: x"} {
+		assert.Assert(t, parseLease(c) == nil, c)
+	}
+	assert.Assert(t, !parseLease("bd-claim lease until 2026-11-21T07:01:31Z").expired(l.Until.Add(-time.Nanosecond)))
+	assert.Assert(t, parseLease("bd-claim lease until 2026-11-21T07:01:31Z").expired(l.Until))
+	var none *Lease
+	assert.Assert(t, !none.expired(now))
+}
+
+// Nothing starts once the context is cancelled (a signal), and a closed
+// Store reports its error.
+func TestCancelledAndClosed(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s, _ := store(t, "0.49.6", Options{})
+	id := claimtest.Claimable(t, "0.49.6", "priority")[0]
+	_, err := s.Release(ctx, ReleaseRequest{Agent: "a", ID: id})
+	assert.Equal(t, ErrorCode(err), EInterrupted)
+	_, err = s.Claim(ctx, Request{Agent: "a", Wait: time.Minute})
+	assert.Equal(t, ErrorCode(err), EInterrupted)
+	assert.ErrorContains(t, err, "wait for an issue")
+	assert.NilError(t, s.Close())
+	_, err = s.Stats(context.Background())
+	assert.Equal(t, ErrorCode(err), EUnexpected)
+	assert.ErrorContains(t, err, "could not read the stats")
+}
+
+// An issue in progress without any claim event (bd imported it that way)
+// is held under claim 0: its holder can re-claim it, and --claim-id 0 is
+// no fence.
+func TestHeldWithoutClaimEvent(t *testing.T) {
+	s, path := store(t, "0.49.6", Options{})
+	id := claimtest.Claimable(t, "0.49.6", "priority")[0]
+	exec(t, path, "UPDATE issues SET status = 'in_progress', assignee = 'imp' WHERE id = '"+id+"'",
+		"DELETE FROM events WHERE issue_id = '"+id+"'")
+	res, err := s.Claim(context.Background(), Request{Agent: "imp", ID: id})
+	assert.NilError(t, err)
+	assert.Equal(t, res.ClaimID, int64(0))
+	assert.Equal(t, res.Issue.Assignee, "imp")
+	rel, err := s.Release(context.Background(), ReleaseRequest{Agent: "imp", ID: id})
+	assert.NilError(t, err)
+	assert.Equal(t, rel.ClaimID, int64(0))
+}
