@@ -353,7 +353,9 @@ func TestLifecycleReleaseFailed(t *testing.T) {
 	assert.Equal(t, rel.Attempt.Failures, 2)
 	assert.Assert(t, rel.Attempt.Abandoned)
 	assert.Assert(t, rel.Attempt.RetryAt == nil)
-	assert.Assert(t, slices.Contains(rel.Issue.Labels, "claim:abandoned"), "%v", rel.Issue.Labels)
+	assert.DeepEqual(t, labels(t, root, id), []string{"backend", "claim:abandoned"})
+	// BUG: the issue printed is the one read before the label was added.
+	assert.Check(t, slices.Contains(rel.Issue.Labels, "claim:abandoned"), "release --failed printed labels %v; the database has %v", rel.Issue.Labels, labels(t, root, id))
 	out, r = lc(t, root, env, "--agent", "g", "--id", id)
 	r.Assert(t, icmd.Expected{ExitCode: 7})
 	assert.Assert(t, is.Contains(out.Error.Message, "abandoned"))
@@ -368,7 +370,9 @@ func TestLifecycleReleaseFailed(t *testing.T) {
 	assert.Equal(t, res.Agent, "bd-claim")
 	assert.Equal(t, res.Reset.Cleared, 2)
 	assert.Assert(t, res.Reset.LabelRemoved)
-	assert.Assert(t, !slices.Contains(res.Issue.Labels, "claim:abandoned"))
+	assert.DeepEqual(t, labels(t, root, id), []string{"backend"})
+	// BUG: the issue printed is the one read before the label was removed.
+	assert.Check(t, !slices.Contains(res.Issue.Labels, "claim:abandoned"), "reset printed labels %v; the database has %v", res.Issue.Labels, labels(t, root, id))
 	again := lcOK(t, root, nil, "--agent", "g", "--id", id)
 	assert.Equal(t, again.Issue.ID, id)
 	// A failure after the reset is attempt 1 again.
@@ -383,6 +387,21 @@ func TestLifecycleReleaseFailed(t *testing.T) {
 	assert.Equal(t, res.Reset.Cleared, 0)
 	assert.Assert(t, !res.Reset.LabelRemoved)
 	assert.Equal(t, fileSum(t, claimtest.DBPath(root)), sum)
+}
+
+func labels(t *testing.T, root, id string) []string {
+	t.Helper()
+	rows, err := claimtest.Open(t, claimtest.DBPath(root)).Query("SELECT label FROM labels WHERE issue_id = ? ORDER BY label", id)
+	assert.NilError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var l string
+		assert.NilError(t, rows.Scan(&l))
+		out = append(out, l)
+	}
+	assert.NilError(t, rows.Err())
+	return out
 }
 
 func stats(t *testing.T, root string, env []string, args ...string) claim.Stats {
@@ -599,7 +618,7 @@ type raceOp struct {
 // consistent story that matches every process's output.
 func TestLifecycleRace(t *testing.T) {
 	dir := t.TempDir()
-	_, err := claim.CreateDemo(context.Background(), dir, 20, 7)
+	_, err := claim.CreateDemo(context.Background(), dir, 12, 7)
 	assert.NilError(t, err)
 	env := []string{"BD_CLAIM_BACKOFF_INITIAL=0", "BD_CLAIM_MAX_FAILURES=3"}
 	deadline := time.Now().Add(3 * time.Second)
@@ -617,10 +636,9 @@ func TestLifecycleRace(t *testing.T) {
 	var wg sync.WaitGroup
 	for p := range 16 {
 		wg.Go(func() {
-			if p < 2 {
-				for time.Now().Before(deadline) {
-					exec("reap", fmt.Sprintf("reaper-%d", p), "", 0, "reap", "--agent", fmt.Sprintf("reaper-%d", p))
-					time.Sleep(400 * time.Millisecond)
+			if p == 0 { // one reaper, slow enough to leave expired leases to takeovers
+				for time.Sleep(time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+					exec("reap", "reaper", "", 0, "reap", "--agent", "reaper")
 				}
 				return
 			}
@@ -758,7 +776,7 @@ func TestLifecycleRace(t *testing.T) {
 				claimEvents++
 				assert.Equal(t, e.assignee, e.actor)
 				assert.Assert(t, strings.HasPrefix(e.comment, "bd-claim lease until "), "claim %d: %q", e.id, e.comment)
-				assert.Assert(t, i == 0 || h[i-1].status == "open", "%s: claim %d while %s held it", id, e.id, h[i-1].assignee)
+				assert.Assert(t, i == 0 || h[i-1].status == "open", "%s: claim %d while the issue was held", id, e.id)
 				_, printed := claims[e.id]
 				assert.Assert(t, printed, "claim event %d of %s by %s: no process printed it", e.id, id, e.actor)
 			case "open": // the end of the claim before it
