@@ -2,6 +2,8 @@ package claim_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
@@ -138,5 +140,43 @@ func BenchmarkRawClaimLoop(b *testing.B) {
 		if err := tx.Commit(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkClaimEventsTable shows that the failure policy's lookups (backoff,
+// abandonment, leases) do not grow with the events table: the same claim
+// query with an empty events table and with a million events of other
+// issues. Compare the two ns/op.
+func BenchmarkClaimEventsTable(b *testing.B) {
+	for _, n := range []int{0, 1_000_000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			d := benchDemo(b)
+			conn, err := sql.Open("sqlite", "file:"+d.Workspace.DBPath) // no foreign keys: the events name issues bd deleted long ago
+			if err != nil {
+				b.Fatal(err)
+			}
+			tx, _ := conn.Begin()
+			for i := range n {
+				comment := []string{"", "bd-claim failed: flaky", "bd-claim reset: cleared 1 failed attempts", "bd-claim lease until 2026-01-01T00:00:00Z (1m0s)"}[i%4]
+				event := []string{"created", "status_changed", "commented", "claimed"}[i%4]
+				if _, err := tx.Exec("INSERT INTO events (issue_id, event_type, actor, comment) VALUES (?, ?, 'old', NULLIF(?, ''))",
+					fmt.Sprintf("gone-%d", i/50), event, comment); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				b.Fatal(err)
+			}
+			conn.Close()
+			s := benchStore(b, d)
+			b.ResetTimer()
+			for range b.N {
+				res, err := s.Claim(ctx, claim.Request{Agent: "bench", DryRun: true})
+				if err != nil || res.Issue == nil {
+					b.Fatal(err, res.Reason)
+				}
+			}
+		})
 	}
 }

@@ -130,6 +130,12 @@ const failuresSQL = `SELECT count(*) AS n, max(f.created_at) AS last FROM events
 	  AND f.id > COALESCE((SELECT max(r.id) FROM events r
 	      WHERE r.issue_id = i.id AND r.event_type = 'commented' AND r.comment LIKE '` + resetPrefix + `%'), 0)`
 
+// anyFailureSQL finds any failed attempt of issue i: one range of
+// idx_events_issue_type, which spares
+// the common issue without failures the counting of failuresSQL.
+const anyFailureSQL = `SELECT 1 FROM events f
+	WHERE f.issue_id = i.id AND f.event_type = 'status_changed' AND f.comment LIKE '` + failedPrefix + `%'`
+
 // rules are the failure policy's exclusions: an issue waits out its
 // backoff after a failed attempt, and an abandoned one (max-failures
 // reached, or carrying the abandoned label) waits for a reset.
@@ -137,13 +143,13 @@ func (p Policy) rules(now time.Time) []Rule {
 	var rules []Rule
 	if p.BackoffInitial > 0 {
 		rules = append(rules, Rule{"backoff", "it is in backoff after a failed attempt", sq.Expr(
-			"NOT EXISTS (SELECT 1 FROM ("+failuresSQL+") WHERE n > 0 AND unixepoch(last) + min(?, ? * pow(?, n - 1)) > ?)",
+			"(NOT EXISTS ("+anyFailureSQL+") OR NOT EXISTS (SELECT 1 FROM ("+failuresSQL+") WHERE n > 0 AND unixepoch(last) + min(?, ? * pow(?, n - 1)) > ?))",
 			p.BackoffMax.Seconds(), p.BackoffInitial.Seconds(), p.BackoffMultiplier, now.Unix())})
 	}
 	abandoned := sq.Expr("NOT EXISTS (SELECT 1 FROM labels l WHERE l.issue_id = i.id AND l.label = ?)", p.AbandonedLabel)
 	reason := fmt.Sprintf("it is abandoned: it has the label %s (bd-claim reset clears it)", p.AbandonedLabel)
 	if p.MaxFailures > 0 {
-		abandoned = sq.Expr("(? AND (SELECT n FROM ("+failuresSQL+")) < ?)", abandoned, p.MaxFailures)
+		abandoned = sq.Expr("(? AND (NOT EXISTS ("+anyFailureSQL+") OR (SELECT n FROM ("+failuresSQL+")) < ?))", abandoned, p.MaxFailures)
 		reason = fmt.Sprintf("it is abandoned: it has the label %s or %d failed attempts (bd-claim reset clears them)", p.AbandonedLabel, p.MaxFailures)
 	}
 	return append(rules, Rule{"abandoned", reason, abandoned})
@@ -184,7 +190,13 @@ func (s ReadySpecification) next() sq.SelectBuilder {
 	b := s.candidates()
 	if s.sort == SortPriority {
 		// The inner alias i shadows the outer one: the same rules apply.
-		b = b.Where(sq.Expr("i.priority = (SELECT min(i.priority) FROM issues i WHERE ?)", s.Where()))
+		// One min() per status (open, and in_progress for an expired
+		// lease): with an equality on status, each stops at its first
+		// match in the index.
+		where := s.Where()
+		b = b.Where(sq.Expr(`i.priority = min(
+	COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'open' AND ?), 5),
+	COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'in_progress' AND ?), 5))`, where, where))
 	}
 	return b.Limit(1)
 }

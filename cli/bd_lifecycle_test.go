@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"gotest.tools/v3/icmd"
 
 	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
 // abandonedLabel is the default label of an abandoned issue.
@@ -218,6 +220,7 @@ func sameCollisions(t *testing.T, b *bdTool, id, control string) {
 	t.Helper()
 	file, _ := b.export()
 	colliding := collidingIDs(b.ok("import", "-i", file, "--dry-run").Combined())
+	t.Logf("bd import --dry-run of bd export: colliding %v", colliding)
 	assert.Check(t, is.Equal(slices.Contains(colliding, id), slices.Contains(colliding, control)),
 		"bd import's collisions %v: %s (claimed by bd-claim) and %s (by bd) differ", colliding, id, control)
 }
@@ -235,6 +238,16 @@ func checkCommentExport(t *testing.T, exported map[string]map[string]any, export
 	}
 	assert.Check(t, slices.ContainsFunc(bds, func(c string) bool { return strings.Contains(c, controlWant) }), "bd's own comment, exported: %v", bds)
 	assert.Check(t, slices.ContainsFunc(mine, func(c string) bool { return strings.Contains(c, want) }), "export of %s: %v, want a comment %q", id, mine, want)
+}
+
+// flushJSONL makes bd write (a note on issue other), which flushes every
+// dirty issue to .beads/issues.jsonl, and returns that file's issues. No
+// dirty mark may be left.
+func flushJSONL(t *testing.T, b *bdTool, other string) map[string]map[string]any {
+	t.Helper()
+	b.ok("update", other, "--notes", "flush "+time.Now().Format(time.RFC3339Nano))
+	assert.Check(t, is.Len(dirtyIssues(t, b.db()), 0), "dirty_issues after bd's flush")
+	return jsonLines(t, filepath.Join(b.dir, ".beads", "issues.jsonl"))
 }
 
 // eventRow is one events row.
@@ -356,7 +369,9 @@ func testBdLifecycleRelease(t *testing.T, version, claimEvent string, exportsCom
 	assert.Check(t, released.ContentHash != claims[viaRelease].Issue.ContentHash)
 	u, err := time.Parse(time.RFC3339Nano, released.UpdatedAt)
 	assert.Check(t, err == nil && u.Format(time.RFC3339Nano) == released.UpdatedAt, "updated_at %q", released.UpdatedAt)
-	assert.Check(t, released.UpdatedAt > claims[viaRelease].Issue.UpdatedAt, "updated_at %s -> %s", claims[viaRelease].Issue.UpdatedAt, released.UpdatedAt)
+	claimed, err := time.Parse(time.RFC3339Nano, claims[viaRelease].Issue.UpdatedAt)
+	assert.NilError(t, err)
+	assert.Check(t, u.After(claimed), "updated_at %s -> %s", claimed, released.UpdatedAt)
 	// Every other column alike too (assignee '' and not NULL, as bd writes it).
 	assert.Check(t, is.DeepEqual(issueColumns(t, conn, viaRelease), issueColumns(t, conn, viaUpdate)))
 
@@ -540,6 +555,10 @@ func testBdLifecycleAbandon(t *testing.T, version string, exportsComments bool) 
 	assert.Check(t, is.DeepEqual(exportedLabels(line), []string{abandonedLabel, "flaky"}))
 	checkCommentExport(t, exported, exportsComments, flaky, "agent-b: bd-claim: attempt 2 by agent-b failed: still failing",
 		steady, "a comment bd added")
+	// bd's next write flushes it to .beads/issues.jsonl, for git.
+	flushed := flushJSONL(t, bd, steady)
+	assert.Check(t, is.Equal(fmt.Sprint(flushed[flaky]["status"], "/", flushed[flaky]["assignee"]), "open/<nil>"))
+	assert.Check(t, is.DeepEqual(exportedLabels(flushed[flaky]), []string{abandonedLabel, "flaky"}))
 
 	// Reset: the label goes as bd label remove takes it away, and the
 	// failures stop counting.
@@ -561,6 +580,9 @@ func testBdLifecycleAbandon(t *testing.T, version string, exportsComments bool) 
 	}), "%+v", ev)
 	assert.Check(t, is.Equal(readDBIssue(t, conn, flaky).ContentHash, createdHash))
 	assert.Check(t, is.Len(claimStats(t, bd.dir, "--max-failures", "1").Abandoned, 0))
+	flushed = flushJSONL(t, bd, steady)
+	assert.Check(t, is.DeepEqual(exportedLabels(flushed[flaky]), []string{"flaky"}))
+	assert.Check(t, is.Equal(flushed[flaky]["updated_at"], readDBIssue(t, conn, flaky).UpdatedAt))
 
 	// Claimable again under the default policy: neither backoff nor the
 	// failures count any more.
@@ -613,9 +635,15 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 	assert.Check(t, is.Equal(shown.Status+"/"+shown.Assignee, "in_progress/agent-a"))
 	assert.Check(t, is.Equal(shown.UpdatedAt, row.UpdatedAt))
 
-	// bd completes one of the leased issues.
+	// bd completes one of the leased issues; that write flushes the claims
+	// to .beads/issues.jsonl: a copy is what a teammate's older JSONL holds.
 	bd.as("agent-a").ok("close", done)
 	assert.Check(t, is.Equal(bd.show(done).Status, "closed"))
+	stale := filepath.Join(t.TempDir(), "stale.jsonl")
+	claimtest.CopyFile(t, filepath.Join(bd.dir, ".beads", "issues.jsonl"), stale)
+	for _, id := range []string{taken, reaped, kept} {
+		assert.Check(t, is.Equal(fmt.Sprint(jsonLines(t, stale)[id]["assignee"]), "agent-a"), id)
+	}
 
 	waitPast(latest)
 	st := claimStats(t, bd.dir)
@@ -684,6 +712,17 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 	st = claimStats(t, bd.dir)
 	assert.Check(t, is.Len(st.ExpiredLeases, 0))
 	assert.Check(t, is.DeepEqual(heldBy(st), map[string][]string{"agent-a": {kept}, "agent-b": {taken}}))
+
+	// Importing the older JSONL keeps the takeover and the reap, whose
+	// updated_at is newer.
+	rows := map[string]dbIssue{}
+	for _, id := range []string{taken, reaped, kept} {
+		rows[id] = readDBIssue(t, conn, id)
+	}
+	bd.ok("import", "-i", stale)
+	for id, row := range rows {
+		assert.Check(t, is.DeepEqual(readDBIssue(t, conn, id), row), "%s after importing the older JSONL", id)
+	}
 
 	// bd export carries all of it.
 	control := bdClosedControl(t, bd)

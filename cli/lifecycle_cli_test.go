@@ -618,7 +618,7 @@ type raceOp struct {
 // consistent story that matches every process's output.
 func TestLifecycleRace(t *testing.T) {
 	dir := t.TempDir()
-	_, err := claim.CreateDemo(context.Background(), dir, 12, 7)
+	_, err := claim.CreateDemo(context.Background(), dir, 16, 7)
 	assert.NilError(t, err)
 	env := []string{"BD_CLAIM_BACKOFF_INITIAL=0", "BD_CLAIM_MAX_FAILURES=3"}
 	deadline := time.Now().Add(3 * time.Second)
@@ -651,10 +651,16 @@ func TestLifecycleRace(t *testing.T) {
 				cid int64
 			}
 			var held []claimRef
-			for time.Now().Before(deadline) {
-				if len(held) == 0 || rnd.IntN(3) == 0 {
-					if op := exec("claim", agent, "", 0, "--agent", agent, "--lease", "1s"); op.exit == 0 && op.out.Issue != nil {
+			// Each worker goes round these, from its own starting point.
+			actions := []string{"heartbeat", "release", "reclaim", "heartbeat", "failed", "forget"}
+			next := p
+			for step := p; time.Now().Before(deadline); step++ {
+				if len(held) == 0 || step%3 == 0 {
+					op := exec("claim", agent, "", 0, "--agent", agent, "--lease", "1s")
+					if op.exit == 0 && op.out.Issue != nil {
 						held = append(held, claimRef{op.out.Issue.ID, op.out.ClaimID})
+					} else {
+						time.Sleep(time.Duration(50+rnd.IntN(100)) * time.Millisecond) // nothing to claim: let others run
 					}
 					continue
 				}
@@ -662,22 +668,23 @@ func TestLifecycleRace(t *testing.T) {
 				h := held[i]
 				drop := func() { held = slices.Delete(held, i, i+1) }
 				cid := fmt.Sprint(h.cid)
-				switch n := rnd.IntN(10); {
-				case n < 4:
+				next++
+				switch actions[next%len(actions)] {
+				case "heartbeat":
 					if exec("heartbeat", agent, h.id, h.cid, "heartbeat", "--agent", agent, "--id", h.id, "--claim-id", cid).exit != 0 {
 						drop()
 					}
-				case n < 6:
+				case "release":
 					exec("release", agent, h.id, h.cid, "release", "--agent", agent, "--id", h.id, "--claim-id", cid, "--reason", "done")
 					drop()
-				case n < 7:
+				case "failed":
 					exec("failed", agent, h.id, h.cid, "release", "--agent", agent, "--id", h.id, "--claim-id", cid, "--failed")
 					drop()
-				case n < 8:
+				case "reclaim":
 					if exec("reclaim", agent, h.id, h.cid, "--agent", agent, "--id", h.id, "--claim-id", cid, "--lease", "1s").exit != 0 {
 						drop()
 					}
-				default: // forget it: its lease expires
+				default: // forget it: its lease expires, to be taken over or reaped
 					drop()
 				}
 			}
