@@ -126,6 +126,14 @@ func TestEveryStatementFailureRollsBack(t *testing.T) {
 			}
 			return err
 		}},
+		{"release refused: held by another", held, func(s *Store) error {
+			_, err := s.Release(ctx, ReleaseRequest{Agent: "x", ID: claimtest.Claimable(t, "0.49.6", "priority")[0]})
+			var e *Error
+			if errors.As(err, &e) && e.Code == EAlready && e.HolderClaimID > 0 {
+				return nil
+			}
+			return err
+		}},
 		{"release with a reason", held, func(s *Store) error {
 			_, err := s.Release(ctx, ReleaseRequest{Agent: "w", ID: claimtest.Claimable(t, "0.49.6", "priority")[0], Reason: "done for now"})
 			return err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -132,7 +133,7 @@ func (s *Store) holds(ctx context.Context, conn db.DBTX, id, agent string, claim
 		return db.EventClaimCurrentRow{}, err
 	}
 	if st.Status != "in_progress" || st.Assignee != agent {
-		return db.EventClaimCurrentRow{}, s.notHeld(id, agent, claimID, st)
+		return db.EventClaimCurrentRow{}, s.notHeld(ctx, conn, id, agent, claimID, st)
 	}
 	cur, err := s.current(ctx, conn, id)
 	if err == nil && claimID != 0 && claimID != cur.ID {
@@ -236,6 +237,11 @@ func (s *Store) label(ctx context.Context, conn db.DBTX, r *row, actor, label st
 	if err != nil || n == 0 {
 		return err
 	}
+	r.Labels = slices.DeleteFunc(r.Labels, func(l string) bool { return l == label })
+	if add {
+		r.Labels = append(r.Labels, label)
+		slices.Sort(r.Labels)
+	}
 	_, err = s.q.EventInsert(ctx, conn, db.EventInsertParams{IssueID: r.ID, EventType: event, Actor: actor, Comment: text(comment), CreatedAt: now.UTC().Format(eventTime)})
 	if err == nil {
 		err = s.q.DirtyIssueMark(ctx, conn, db.DirtyIssueMarkParams{IssueID: r.ID, MarkedAt: now.Format(time.RFC3339Nano)})
@@ -247,7 +253,7 @@ func (s *Store) label(ctx context.Context, conn db.DBTX, r *row, actor, label st
 // heartbeat adds no row.
 func (s *Store) renew(ctx context.Context, conn db.DBTX, id, agent string, cur db.EventClaimCurrentRow, d time.Duration, now time.Time) (*Lease, error) {
 	if cur.ID == 0 || cur.Actor != agent {
-		return nil, Errorf(ENotClaimable, "issue %s was not claimed by %s with bd-claim (bd made or reassigned the claim), so it has no lease to renew: release it and claim it with bd-claim", id, agent)
+		return nil, Errorf(ENotClaimable, "issue %s was assigned to %s by %q, not claimed by %s itself, so its claim has no lease to renew: release it and claim it with bd-claim", id, agent, cur.Actor, agent)
 	}
 	if d == 0 {
 		old := parseLease(cur.Comment)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -162,6 +163,8 @@ func TestBackoffAndAbandon(t *testing.T) {
 		assert.NilError(t, err)
 		assert.Equal(t, rel.Failures, n)
 		if n == 4 {
+			assert.Assert(t, rel.Abandoned && rel.RetryAt == nil)
+			assert.Assert(t, is.Contains(rel.Issue.Labels, "claim:abandoned"), "the issue as written")
 			break
 		}
 		assert.Assert(t, !rel.Abandoned)
@@ -202,6 +205,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, r.Cleared, 4)
 	assert.Assert(t, r.Label)
+	assert.Assert(t, !slices.Contains(r.Issue.Labels, "claim:abandoned"), "the issue as written: %v", r.Issue.Labels)
 	evs := eventsAfter(t, conn, id, 0)[before:]
 	assert.Equal(t, len(evs), 2)
 	assert.Equal(t, evs[0].Type+"|"+evs[0].Comment.String, "commented|bd-claim reset: cleared 4 failed attempts")
@@ -357,7 +361,7 @@ func TestHeartbeat(t *testing.T) {
 	assert.Equal(t, status, "in_progress")
 	_, err = s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: holder, ID: bdMade.ID, Lease: time.Minute})
 	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable)
-	assert.ErrorContains(t, err, "was not claimed by "+holder+" with bd-claim")
+	assert.ErrorContains(t, err, "was assigned to "+holder+` by "fixture-builder", not claimed by `+holder+" itself")
 }
 
 // reap returns every expired claim to open in one transaction; a dry run

@@ -245,7 +245,7 @@ func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification,
 			return s.reclaim(ctx, conn, req, now, res)
 		}
 		if req.ClaimID != 0 {
-			return s.notHeld(req.ID, req.Agent, req.ClaimID, st)
+			return s.notHeld(ctx, conn, req.ID, req.Agent, req.ClaimID, st)
 		}
 	}
 	if req.MaxHeld > 0 {
@@ -351,12 +351,22 @@ func stale(id, agent string, claimID, current int64) error {
 }
 
 // notHeld refuses an operation of agent (under claimID, when not 0) on an
-// issue it does not hold: ALREADY_CLAIMED naming another holder, else
-// NOT_CLAIMABLE.
-func (s *Store) notHeld(id, agent string, claimID int64, st db.IssueStateRow) error {
+// issue it does not hold: ALREADY_CLAIMED naming another holder (and its
+// claim), else NOT_CLAIMABLE.
+func (s *Store) notHeld(ctx context.Context, conn db.DBTX, id, agent string, claimID int64, st db.IssueStateRow) error {
 	if st.Assignee != "" && st.Assignee != agent && (st.Status == "in_progress" || st.Status == "open") {
 		e := Errorf(EAlready, "issue %s is %s, held by %s", id, st.Status, st.Assignee)
 		e.Holder = st.Assignee
+		if st.Status == "in_progress" {
+			cur, err := s.current(ctx, conn, id)
+			if err != nil {
+				return err
+			}
+			e.HolderClaimID = cur.ID
+			if l := parseLease(cur.Comment); l != nil && cur.Actor == st.Assignee {
+				e.Message += fmt.Sprintf(" under claim %d, leased until %s", cur.ID, l.Until.Format(time.RFC3339))
+			}
+		}
 		return e
 	}
 	if claimID != 0 {
@@ -372,19 +382,7 @@ func (s *Store) refuse(ctx context.Context, conn db.DBTX, spec ReadySpecificatio
 		return err
 	}
 	if st.Assignee != "" && st.Assignee != req.Agent && (st.Status == "in_progress" || st.Status == "open") {
-		e := Errorf(EAlready, "issue %s is %s, held by %s", req.ID, st.Status, st.Assignee)
-		e.Holder = st.Assignee
-		if st.Status == "in_progress" {
-			cur, err := s.current(ctx, conn, req.ID)
-			if err != nil {
-				return err
-			}
-			e.HolderClaimID = cur.ID
-			if l := parseLease(cur.Comment); l != nil && cur.Actor == st.Assignee {
-				e.Message += fmt.Sprintf(" under claim %d, leased until %s", cur.ID, l.Until.Format(time.RFC3339))
-			}
-		}
-		return e
+		return s.notHeld(ctx, conn, req.ID, req.Agent, 0, st)
 	}
 	verdicts := make([]any, len(spec.Rules))
 	for i := range verdicts {

@@ -97,13 +97,16 @@ func heldBy(st claim.Stats) map[string][]string {
 	return m
 }
 
+// bdComment is a comment as bd show --json prints it.
+type bdComment struct {
+	Author string `json:"author"`
+	Text   string `json:"text"`
+}
+
 // bdShown is bd show --json of one issue, with its comments.
 type bdShown struct {
 	bdIssue
-	Comments []struct {
-		Author string `json:"author"`
-		Text   string `json:"text"`
-	} `json:"comments"`
+	Comments []bdComment `json:"comments"`
 }
 
 func showFull(b *bdTool, id string) bdShown {
@@ -116,12 +119,7 @@ func showFull(b *bdTool, id string) bdShown {
 
 // hasComment reports whether issue has a comment by author containing text.
 func (s bdShown) hasComment(author, text string) bool {
-	return slices.ContainsFunc(s.Comments, func(c struct {
-		Author string `json:"author"`
-		Text   string `json:"text"`
-	}) bool {
-		return c.Author == author && strings.Contains(c.Text, text)
-	})
+	return slices.ContainsFunc(s.Comments, func(c bdComment) bool { return c.Author == author && strings.Contains(c.Text, text) })
 }
 
 // listLabel is bd list --label LABEL: the ids, sorted.
@@ -178,10 +176,9 @@ func exportedLabels(line map[string]any) []string {
 
 // exportRoundTrip exports the workspace and checks that bd, importing the
 // export back (dry run), finds the database already equal to it. Only
-// issues bd itself closed may be reported as colliding: bd v0.49.6 does so
-// for every issue it closed, whoever claimed it (bd close keeps the stale
-// content_hash), so the caller names them, bd-claim's with a control issue
-// bd claimed and closed alone, which must collide likewise.
+// issues bd itself closed may be reported as colliding: bd v0.49.6 reports
+// every issue bd closed so, even one bd alone claimed and closed (see
+// bdClosedControl and sameCollisions), so the caller names them.
 func exportRoundTrip(t *testing.T, b *bdTool, closedByBd ...string) map[string]map[string]any {
 	t.Helper()
 	file, byID := b.export()
@@ -349,7 +346,8 @@ func testBdLifecycleRelease(t *testing.T, version, claimEvent string, exportsCom
 		assert.Assert(t, len(ev) > 0)
 		assert.Check(t, is.Equal(ev[0].ID, c.ClaimID))
 		assert.Check(t, is.Equal(ev[0].Type, claimEvent))
-		assert.Check(t, is.Equal(bd.show(id).Status+"/"+bd.show(id).Assignee, "in_progress/agent-a"))
+		shown := bd.show(id)
+		assert.Check(t, is.Equal(shown.Status+"/"+shown.Assignee, "in_progress/agent-a"))
 	}
 	before := lastEventID(t, conn)
 
@@ -681,8 +679,14 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 		assert.Check(t, bdc(t, bd.dir, 3, "--agent", "agent-c", "--label", label).Issue == nil, label)
 	}
 
-	// Reap: the other expired claim goes back to open, and bd offers it again.
+	// Reap: the other expired claim goes back to open, and bd offers it
+	// again; a dry run only lists it.
 	before := lastEventID(t, conn)
+	dry := bdc(t, bd.dir, 0, "reap", "--agent", "reaper", "--dry-run")
+	assert.Check(t, len(dry.Reaped) == 1 && dry.Reaped[0].ID == reaped, "%+v", dry.Reaped)
+	assert.Check(t, is.Equal(lastEventID(t, conn), before))
+	shown = bd.show(reaped)
+	assert.Check(t, is.Equal(shown.Status+"/"+shown.Assignee, "in_progress/agent-a"))
 	rp := bdc(t, bd.dir, 0, "reap", "--agent", "reaper")
 	assert.Check(t, is.Len(rp.Reaped, 1), "%+v", rp.Reaped)
 	if len(rp.Reaped) == 1 {
@@ -705,7 +709,8 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 	for _, id := range []string{taken, kept, done} {
 		assert.Check(t, is.Len(eventsOf(t, conn, id, before), 0), "reap wrote to %s", id)
 	}
-	assert.Check(t, is.Equal(bd.show(kept).Status+"/"+bd.show(kept).Assignee, "in_progress/agent-a"))
+	shown = bd.show(kept)
+	assert.Check(t, is.Equal(shown.Status+"/"+shown.Assignee, "in_progress/agent-a"))
 	assert.Check(t, is.Equal(bd.show(done).Status, "closed"))
 	assert.Check(t, is.Equal(bd.show(taken).Assignee, "agent-b"))
 	assert.Check(t, is.Len(bdc(t, bd.dir, 0, "reap").Reaped, 0))

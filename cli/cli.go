@@ -301,9 +301,7 @@ func (o *options) settingsFrom(getenv func(string) string) (claim.Settings, erro
 	}
 	for _, h := range claim.SettingsHelp() {
 		if v, ok := o.settings[h.Name]; ok && o.fs.Changed(h.Name) {
-			if err := cfg.Set(h.Name, *v, "--"+h.Name); err != nil {
-				return cfg, err
-			}
+			_ = cfg.Set(h.Name, *v, "--"+h.Name) // validate checked it already
 		}
 	}
 	return cfg, cfg.Check()

@@ -42,3 +42,13 @@ func TestDemoCannotCreateWorkspace(t *testing.T) {
 	assert.ErrorContains(t, err, "not a directory")
 	assert.Equal(t, out.String(), "")
 }
+
+// Claim ages print short.
+func TestAge(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		45 * time.Second: "45s", 12*time.Minute + 30*time.Second: "12m", 3*time.Hour + 5*time.Minute: "3h5m",
+		52 * time.Hour: "2d4h", 1500 * time.Millisecond: "1s",
+	} {
+		assert.Equal(t, age(d), want)
+	}
+}

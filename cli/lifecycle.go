@@ -83,7 +83,7 @@ var heartbeatCommand = &command{
 	flags: func(fs *pflag.FlagSet, o *options) {
 		fs.StringVar(&o.req.ID, "id", "", "the held issue (required)")
 		fs.Int64Var(&o.req.ClaimID, "claim-id", 0, "renew only while the agent holds the issue under this claim")
-		fs.StringVar(&o.lease, "lease", "", "the new lease, from now (default: the claim's lease length)")
+		fs.StringVar(&o.lease, "lease", "", "the new lease, from now (default or 0: the claim's lease length)")
 	},
 	check: func(o *options) error {
 		if err := needID(o); err != nil {
@@ -94,7 +94,7 @@ var heartbeatCommand = &command{
 		}
 		var err error
 		o.req.Lease, err = claim.ParseDuration("lease", o.lease, claim.MaxLease)
-		if err == nil && o.req.Lease < time.Second {
+		if err == nil && o.req.Lease != 0 && o.req.Lease < time.Second {
 			err = claim.Errorf(claim.EInvalid, "--lease: %s is shorter than 1s", o.lease)
 		}
 		return err

@@ -115,6 +115,16 @@ func TestLifecycleBadInput(t *testing.T) {
 	plain := func(args ...string) func(t *testing.T, root string) setup {
 		return func(*testing.T, string) setup { return setup{args: args} }
 	}
+	// bobsClaim: the refusal names bob's claim, the claim event bd wrote.
+	bobsClaim := func(args ...string) func(t *testing.T, root string) setup {
+		return func(t *testing.T, root string) setup {
+			var id int64
+			assert.NilError(t, claimtest.Open(t, claimtest.DBPath(root)).QueryRow(
+				"SELECT max(id) FROM events WHERE issue_id = ? AND event_type IN ('claimed', 'status_changed')", bobs).Scan(&id))
+			assert.Assert(t, id > 0)
+			return setup{args: args, holderClaimID: id}
+		}
+	}
 	// reclaimed: agent a claims A01, releases it and claims it again; the
 	// first claim's id is then stale.
 	reclaimed := func(args func(stale int64) []string) func(t *testing.T, root string) setup {
@@ -137,15 +147,15 @@ func TestLifecycleBadInput(t *testing.T) {
 		{"release unknown id", 7, claim.ENotFound, "no issue fx-none", "", plain("release", "--agent", "a", "--id", "fx-none")},
 		{"heartbeat unknown id", 7, claim.ENotFound, "no issue fx-none", "", plain("heartbeat", "--agent", "a", "--id", "fx-none", "--lease", "1m")},
 		{"reset unknown id", 7, claim.ENotFound, "no issue fx-none", "", plain("reset", "--id", "fx-none")},
-		{"release held by bob", 7, claim.EAlready, "held by bob", "bob", plain("release", "--agent", "a", "--id", bobs)},
-		{"heartbeat held by bob", 7, claim.EAlready, "held by bob", "bob", plain("heartbeat", "--agent", "a", "--id", bobs, "--lease", "1m")},
-		{"heartbeat held by b under a lease", 7, claim.EAlready, "held by b", "b", func(t *testing.T, root string) setup {
-			lcOK(t, root, nil, "--agent", "b", "--id", a01, "--lease", "1m")
-			return setup{args: []string{"heartbeat", "--agent", "a", "--id", a01}}
+		{"release held by bob", 7, claim.EAlready, "held by bob", "bob", bobsClaim("release", "--agent", "a", "--id", bobs)},
+		{"heartbeat held by bob", 7, claim.EAlready, "held by bob", "bob", bobsClaim("heartbeat", "--agent", "a", "--id", bobs, "--lease", "1m")},
+		{"heartbeat held by b under a lease", 7, claim.EAlready, "held by b under claim", "b", func(t *testing.T, root string) setup {
+			id := lcOK(t, root, nil, "--agent", "b", "--id", a01, "--lease", "1m").ClaimID
+			return setup{args: []string{"heartbeat", "--agent", "a", "--id", a01}, holderClaimID: id}
 		}},
-		{"release held by b under a lease", 7, claim.EAlready, "held by b", "b", func(t *testing.T, root string) setup {
-			lcOK(t, root, nil, "--agent", "b", "--id", a01, "--lease", "1m")
-			return setup{args: []string{"release", "--agent", "a", "--id", a01, "--failed"}}
+		{"release held by b under a lease", 7, claim.EAlready, "held by b under claim", "b", func(t *testing.T, root string) setup {
+			id := lcOK(t, root, nil, "--agent", "b", "--id", a01, "--lease", "1m").ClaimID
+			return setup{args: []string{"release", "--agent", "a", "--id", a01, "--failed"}, holderClaimID: id}
 		}},
 		{"release with a stale claim id", 7, claim.EAlready, "no longer holds issue", "a", reclaimed(func(stale int64) []string {
 			return []string{"release", "--agent", "a", "--id", a01, "--claim-id", fmt.Sprint(stale)}
@@ -343,6 +353,7 @@ func TestLifecycleReleaseFailed(t *testing.T) {
 	dry, _ := lc(t, root, nil, "--agent", "g", "--dry-run", "--explain")
 	assert.Equal(t, dry.Explain.Excluded["backoff"], 1)
 	st := stats(t, root, nil)
+	assert.Equal(t, st.Policy.BackoffInitial, "1m0s")
 	assert.DeepEqual(t, st.Backoff, []claim.Backoff{{ID: id, Failures: 1, RetryAt: rel.Attempt.RetryAt.UTC()}})
 	assert.Equal(t, st.LastHour.Failures, 1)
 
@@ -470,6 +481,7 @@ func TestLifecycleStats(t *testing.T) {
 	root := claimtest.Fixture(t, "0.49.6")
 	c := claimtest.Cases(t, "0.49.6")
 	a, b := c["A01"].ID, c["A02"].ID
+	base := stats(t, root, nil).LastHour // the fixture's own events, if it was built within the hour
 	x1 := lcOK(t, root, nil, "--agent", "x1", "--id", a, "--lease", "1s")
 	x2 := lcOK(t, root, nil, "--agent", "x2", "--id", b, "--lease", "1s")
 	time.Sleep(time.Until(x2.LeaseExpiresAt.Add(50 * time.Millisecond)))
@@ -508,14 +520,14 @@ func TestLifecycleStats(t *testing.T) {
 		{ID: a, Holder: "x1", ClaimID: x1.ClaimID, LeaseUntil: x1.LeaseExpiresAt.UTC()},
 		{ID: b, Holder: "x2", ClaimID: x2.ClaimID, LeaseUntil: x2.LeaseExpiresAt.UTC()},
 	})
-	assert.DeepEqual(t, st.LastHour, claim.EventCounts{Claims: 2})
+	assert.DeepEqual(t, st.LastHour, claim.EventCounts{Claims: base.Claims + 2, Releases: base.Releases, Failures: base.Failures, Reclaims: base.Reclaims})
 	assert.Equal(t, st.Policy, claim.PolicyJSON{BackoffInitial: "1m0s", BackoffMultiplier: 2, BackoffMax: "1h0m0s", MaxFailures: 5, AbandonedLabel: "claim:abandoned"})
 
 	h := run(t, root, nil, "stats", "--human", "--quiet")
 	h.Assert(t, icmd.Success)
 	for _, want := range []string{
 		fmt.Sprintf("ready        %d", st.Ready), "in progress", "(", "2 expired leases)", "backoff", "abandoned",
-		"last hour", "2 claims, 0 releases, 0 failures, 0 reclaims", "AGENT", "ISSUE", "CLAIM", "LEASE",
+		"last hour", fmt.Sprintf("%d claims, %d releases, %d failures, %d reclaims", base.Claims+2, base.Releases, base.Failures, base.Reclaims), "AGENT", "ISSUE", "CLAIM", "LEASE",
 		"EXPIRED " + x1.LeaseExpiresAt.UTC().Format(time.RFC3339),
 	} {
 		assert.Assert(t, is.Contains(h.Stdout(), want))
@@ -551,7 +563,7 @@ func TestLifecycleStats(t *testing.T) {
 
 	st = stats(t, root, nil, "--backoff-initial", "2m", "--max-failures", "7")
 	assert.Equal(t, len(st.ExpiredLeases), 0)
-	assert.DeepEqual(t, st.LastHour, claim.EventCounts{Claims: 3, Reclaims: 2})
+	assert.DeepEqual(t, st.LastHour, claim.EventCounts{Claims: base.Claims + 3, Releases: base.Releases, Failures: base.Failures, Reclaims: base.Reclaims + 2})
 	assert.Equal(t, st.Policy.BackoffInitial, "2m0s")
 	assert.Equal(t, st.Policy.MaxFailures, 7)
 	var held []string

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -97,7 +98,7 @@ func humanStats(out output, st claim.Stats) {
 						lease = "EXPIRED " + i.LeaseUntil.Format(time.RFC3339)
 					}
 				}
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", a.Agent, i.ID, i.ClaimID, claimAge, lease)
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", cmp.Or(a.Agent, "(nobody)"), i.ID, i.ClaimID, claimAge, lease)
 			}
 		}
 	}
