@@ -38,29 +38,6 @@ func lifecycle(t *testing.T, version string, p *claim.Policy) (*claim.Store, *sq
 	return s, claimtest.Open(t, claimtest.DBPath(root)), c
 }
 
-type event struct {
-	ID                              int64
-	Type, Actor                     string
-	OldValue, NewValue, Comment, At sql.NullString
-}
-
-// eventsAfter lists the events of issue id after event id after.
-func eventsAfter(t *testing.T, conn *sql.DB, id string, after int64) []event {
-	t.Helper()
-	rows, err := conn.Query(`SELECT id, event_type, actor, old_value, new_value, comment, CAST(created_at AS TEXT)
-		FROM events WHERE issue_id = ? AND id > ? ORDER BY id`, id, after)
-	assert.NilError(t, err)
-	defer rows.Close()
-	var out []event
-	for rows.Next() {
-		var e event
-		assert.NilError(t, rows.Scan(&e.ID, &e.Type, &e.Actor, &e.OldValue, &e.NewValue, &e.Comment, &e.At))
-		out = append(out, e)
-	}
-	assert.NilError(t, rows.Err())
-	return out
-}
-
 func comments(t *testing.T, conn *sql.DB, id string) []string {
 	t.Helper()
 	rows, err := conn.Query("SELECT author || ': ' || text FROM comments WHERE issue_id = ? ORDER BY id", id)
@@ -117,14 +94,14 @@ func TestReleaseFootprint(t *testing.T) {
 			assert.Assert(t, rel.RetryAt == nil && rel.Failures == 0 && !rel.Abandoned)
 			st, who := state(t, conn, id)
 			assert.Equal(t, st+"/"+who, "open/")
-			evs := eventsAfter(t, conn, id, got.ClaimID)
+			evs := claimtest.Events(t, conn, id, got.ClaimID)
 			assert.Equal(t, len(evs), 1)
 			e := evs[0]
 			assert.Equal(t, e.Type, "status_changed")
 			assert.Equal(t, e.Actor, "rel")
 			assert.Equal(t, e.NewValue.String, `{"assignee":"","status":"open"}`)
 			assert.Equal(t, e.Comment.String, "bd-claim released: no reason given")
-			assert.Equal(t, e.At.String, c.now().Format("2006-01-02 15:04:05"), "created_at from the Store's clock")
+			assert.Equal(t, e.CreatedAt, c.now().Format("2006-01-02 15:04:05"), "created_at from the Store's clock")
 			var old map[string]any
 			assert.NilError(t, json.Unmarshal([]byte(e.OldValue.String), &old))
 			assert.Equal(t, old["status"], "in_progress")
@@ -142,7 +119,7 @@ func TestReleaseFootprint(t *testing.T) {
 			_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "rel", ID: id, Reason: "needs a human"})
 			assert.NilError(t, err)
 			assert.DeepEqual(t, comments(t, conn, id), []string{"rel: bd-claim: rel released the issue: needs a human"})
-			assert.Equal(t, eventsAfter(t, conn, id, again.ClaimID)[0].Comment.String, "bd-claim released: needs a human")
+			assert.Equal(t, claimtest.Events(t, conn, id, again.ClaimID)[0].Comment.String, "bd-claim released: needs a human")
 		})
 	}
 }
@@ -184,7 +161,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 	var labels string
 	assert.NilError(t, conn.QueryRow("SELECT group_concat(label) FROM labels WHERE issue_id = ? AND label = 'claim:abandoned'", id).Scan(&labels))
 	assert.Equal(t, labels, "claim:abandoned")
-	last := eventsAfter(t, conn, id, 0)
+	last := claimtest.Events(t, conn, id, 0)
 	lab := last[len(last)-1]
 	assert.Equal(t, lab.Type, "label_added")
 	assert.Equal(t, lab.Comment.String, "Added label: claim:abandoned")
@@ -206,7 +183,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 	assert.Equal(t, r.Cleared, 4)
 	assert.Assert(t, r.Label)
 	assert.Assert(t, !slices.Contains(r.Issue.Labels, "claim:abandoned"), "the issue as written: %v", r.Issue.Labels)
-	evs := eventsAfter(t, conn, id, 0)[before:]
+	evs := claimtest.Events(t, conn, id, 0)[before:]
 	assert.Equal(t, len(evs), 2)
 	assert.Equal(t, evs[0].Type+"|"+evs[0].Comment.String, "commented|bd-claim reset: cleared 4 failed attempts")
 	assert.Equal(t, evs[1].Type+"|"+evs[1].Comment.String, "label_removed|Removed label: claim:abandoned")
@@ -226,7 +203,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 	rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: "w", ID: id, Failed: true})
 	assert.NilError(t, err)
 	assert.Equal(t, rel.Failures, 1)
-	assert.Equal(t, eventsAfter(t, conn, id, 0)[len(eventsAfter(t, conn, id, 0))-1].Type, "status_changed")
+	assert.Equal(t, claimtest.Events(t, conn, id, 0)[len(claimtest.Events(t, conn, id, 0))-1].Type, "status_changed")
 }
 
 // The label alone abandons an issue too (a person may add it with bd), and
@@ -266,7 +243,7 @@ func TestLeaseTakeover(t *testing.T) {
 	id := a.Issue.ID
 	assert.Equal(t, a.Lease.Until, c.now().Add(30*time.Second))
 	assert.Equal(t, a.Lease.Duration, 30*time.Second)
-	assert.Equal(t, eventsAfter(t, conn, id, a.ClaimID-1)[0].Comment.String,
+	assert.Equal(t, claimtest.Events(t, conn, id, a.ClaimID-1)[0].Comment.String,
 		"bd-claim lease until "+a.Lease.Until.Format("2006-01-02T15:04:05Z")+" (30s)")
 
 	_, err := s.Claim(ctx, claim.Request{Agent: "b", ID: id})
@@ -289,7 +266,7 @@ func TestLeaseTakeover(t *testing.T) {
 	assert.Equal(t, b.Issue.ID, id)
 	assert.Equal(t, b.TookOver.Agent, "a")
 	assert.Equal(t, b.Issue.Assignee, "b")
-	evs := eventsAfter(t, conn, id, a.ClaimID)
+	evs := claimtest.Events(t, conn, id, a.ClaimID)
 	assert.Equal(t, len(evs), 2)
 	assert.Equal(t, evs[0].Type, "status_changed")
 	assert.Equal(t, evs[0].NewValue.String, `{"assignee":"","status":"open"}`)
@@ -340,7 +317,7 @@ func TestHeartbeat(t *testing.T) {
 	var after string
 	assert.NilError(t, conn.QueryRow("SELECT CAST(updated_at AS TEXT) FROM issues WHERE id = ?", id).Scan(&after))
 	assert.Equal(t, after, updated)
-	assert.Equal(t, eventsAfter(t, conn, id, got.ClaimID-1)[0].Comment.String,
+	assert.Equal(t, claimtest.Events(t, conn, id, got.ClaimID-1)[0].Comment.String,
 		"bd-claim lease until "+hb.Lease.Until.Format("2006-01-02T15:04:05Z")+" (1h30m0s)")
 
 	// An expired lease nobody took over can still be renewed.
@@ -387,7 +364,7 @@ func TestReap(t *testing.T) {
 	assert.Equal(t, st+"/"+who, "open/")
 	st, who = state(t, conn, long.Issue.ID)
 	assert.Equal(t, st+"/"+who, "in_progress/long")
-	e := eventsAfter(t, conn, short.Issue.ID, short.ClaimID)
+	e := claimtest.Events(t, conn, short.Issue.ID, short.ClaimID)
 	assert.Equal(t, len(e), 1)
 	assert.Equal(t, e[0].Actor, "reaper")
 	assert.Assert(t, strings.HasSuffix(e[0].Comment.String, "; reaped by reaper"), e[0].Comment.String)

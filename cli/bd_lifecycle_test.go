@@ -247,31 +247,6 @@ func flushJSONL(t *testing.T, b *bdTool, other string) map[string]map[string]any
 	return jsonLines(t, filepath.Join(b.dir, ".beads", "issues.jsonl"))
 }
 
-// eventRow is one events row.
-type eventRow struct {
-	ID                          int64
-	Type, Actor                 string
-	OldValue, NewValue, Comment sql.NullString
-	CreatedAt                   string
-}
-
-// eventsOf are the events of issue id after event after, oldest first.
-func eventsOf(t *testing.T, conn *sql.DB, id string, after int64) []eventRow {
-	t.Helper()
-	rows, err := conn.Query(`SELECT id, event_type, actor, old_value, new_value, comment, CAST(created_at AS TEXT)
-		FROM events WHERE issue_id = ? AND id > ? ORDER BY id`, id, after)
-	assert.NilError(t, err)
-	defer rows.Close()
-	var list []eventRow
-	for rows.Next() {
-		var e eventRow
-		assert.NilError(t, rows.Scan(&e.ID, &e.Type, &e.Actor, &e.OldValue, &e.NewValue, &e.Comment, &e.CreatedAt))
-		list = append(list, e)
-	}
-	assert.NilError(t, rows.Err())
-	return list
-}
-
 func lastEventID(t *testing.T, conn *sql.DB) int64 {
 	t.Helper()
 	var id int64
@@ -342,7 +317,7 @@ func testBdLifecycleRelease(t *testing.T, version, claimEvent string, exportsCom
 		assert.Check(t, c.LeaseExpiresAt == nil, "a claim without --lease has no lease")
 		claims[id] = c
 		// The claim_id is the id of the claim event.
-		ev := eventsOf(t, conn, id, c.ClaimID-1)
+		ev := claimtest.Events(t, conn, id, c.ClaimID-1)
 		assert.Assert(t, len(ev) > 0)
 		assert.Check(t, is.Equal(ev[0].ID, c.ClaimID))
 		assert.Check(t, is.Equal(ev[0].Type, claimEvent))
@@ -375,7 +350,7 @@ func testBdLifecycleRelease(t *testing.T, version, claimEvent string, exportsCom
 
 	// One event each: the same type, actor and new value; old_value the
 	// issue as claimed; bd-claim's comment says it released.
-	evR, evU := eventsOf(t, conn, viaRelease, before), eventsOf(t, conn, viaUpdate, before)
+	evR, evU := claimtest.Events(t, conn, viaRelease, before), claimtest.Events(t, conn, viaUpdate, before)
 	assert.Assert(t, is.Len(evR, 1), "%+v", evR)
 	assert.Assert(t, is.Len(evU, 1), "%+v", evU)
 	assert.Check(t, is.Equal(evR[0].Type, "status_changed"))
@@ -387,7 +362,7 @@ func testBdLifecycleRelease(t *testing.T, version, claimEvent string, exportsCom
 	assert.Check(t, is.Equal(evR[0].Comment, sql.NullString{String: "bd-claim released: no reason given", Valid: true}))
 	assert.Check(t, !evU[0].Comment.Valid, "bd's comment: %+v", evU[0].Comment)
 	oldValues := map[string]map[string]any{}
-	for id, e := range map[string]eventRow{viaRelease: evR[0], viaUpdate: evU[0]} {
+	for id, e := range map[string]claimtest.Event{viaRelease: evR[0], viaUpdate: evU[0]} {
 		_, err := time.Parse(time.DateTime, e.CreatedAt)
 		assert.Check(t, err == nil, "created_at of %s's event: %q", id, e.CreatedAt)
 		var old map[string]any
@@ -433,7 +408,7 @@ func testBdLifecycleRelease(t *testing.T, version, claimEvent string, exportsCom
 	shown := showFull(bd, viaRelease)
 	assert.Check(t, is.Equal(shown.Status+"/"+shown.Assignee, "open/"))
 	assert.Check(t, shown.hasComment("agent-b", "bd-claim: agent-b released the issue: handing over to a human"), "comments: %+v", shown.Comments)
-	ev := eventsOf(t, conn, viaRelease, again.ClaimID)
+	ev := claimtest.Events(t, conn, viaRelease, again.ClaimID)
 	assert.Assert(t, is.Len(ev, 1), "%+v", ev)
 	assert.Check(t, is.Equal(ev[0].Comment.String, "bd-claim released: handing over to a human"))
 	assert.Check(t, is.Equal(readDBIssue(t, conn, viaRelease).ContentHash, created.ContentHash))
@@ -472,7 +447,7 @@ func testBdLifecycleAbandon(t *testing.T, version string, exportsComments bool) 
 	assert.Check(t, !f1.Attempt.Abandoned)
 	retryIn := f1.Attempt.RetryAt.Sub(start)
 	assert.Check(t, retryIn > 55*time.Second && retryIn < 65*time.Second, "retry_at %s is %s away", f1.Attempt.RetryAt, retryIn)
-	ev := eventsOf(t, conn, flaky, c1.ClaimID)
+	ev := claimtest.Events(t, conn, flaky, c1.ClaimID)
 	assert.Assert(t, len(ev) >= 1)
 	assert.Check(t, is.Equal(ev[0].Type, "status_changed"))
 	assert.Check(t, is.Equal(ev[0].NewValue.String, `{"assignee":"","status":"open"}`))
@@ -525,7 +500,7 @@ func testBdLifecycleAbandon(t *testing.T, version string, exportsComments bool) 
 	row := readDBIssue(t, conn, flaky)
 	assert.Check(t, is.Equal(row.ContentHash, createdHash))
 	assert.Check(t, is.Equal(row.ContentHash, f2.Issue.ContentHash))
-	ev = eventsOf(t, conn, flaky, c2.ClaimID)
+	ev = claimtest.Events(t, conn, flaky, c2.ClaimID)
 	assert.Assert(t, is.Len(ev, 2), "%+v", ev)
 	assert.Check(t, is.Equal(ev[0].Comment.String, "bd-claim failed: still failing"))
 	assert.Check(t, is.Equal(ev[1].Type, "label_added"))
@@ -572,8 +547,8 @@ func testBdLifecycleAbandon(t *testing.T, version string, exportsComments bool) 
 	assert.Check(t, shown.hasComment("bd-claim", "reset the attempt history (2 failed attempts cleared)"), "comments: %+v", shown.Comments)
 	assert.Check(t, is.DeepEqual(sortedLabels(rs.Issue.Labels), sortedLabels(shown.Labels)),
 		"reset reported labels %v; bd show says %v", rs.Issue.Labels, shown.Labels)
-	ev = eventsOf(t, conn, flaky, beforeReset)
-	assert.Check(t, slices.ContainsFunc(ev, func(e eventRow) bool {
+	ev = claimtest.Events(t, conn, flaky, beforeReset)
+	assert.Check(t, slices.ContainsFunc(ev, func(e claimtest.Event) bool {
 		return e.Type == "label_removed" && e.Comment.String == "Removed label: "+abandonedLabel && e.Actor == "bd-claim"
 	}), "%+v", ev)
 	assert.Check(t, is.Equal(readDBIssue(t, conn, flaky).ContentHash, createdHash))
@@ -700,14 +675,14 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 	assert.Check(t, full.hasComment("reaper", "reaped by reaper"), "comments: %+v", full.Comments)
 	r, ok := inReady(bd, reaped)
 	assert.Check(t, ok && r.Status == "open" && r.Assignee == "", "bd ready: %+v (listed %v)", r, ok)
-	ev := eventsOf(t, conn, reaped, before)
+	ev := claimtest.Events(t, conn, reaped, before)
 	assert.Assert(t, is.Len(ev, 1), "%+v", ev)
 	assert.Check(t, is.Equal(ev[0].Type, "status_changed"))
 	assert.Check(t, is.Equal(ev[0].Actor, "reaper"))
 	assert.Check(t, is.Equal(ev[0].NewValue.String, `{"assignee":"","status":"open"}`))
 	assert.Check(t, strings.HasPrefix(ev[0].Comment.String, "bd-claim expired: "), ev[0].Comment.String)
 	for _, id := range []string{taken, kept, done} {
-		assert.Check(t, is.Len(eventsOf(t, conn, id, before), 0), "reap wrote to %s", id)
+		assert.Check(t, is.Len(claimtest.Events(t, conn, id, before), 0), "reap wrote to %s", id)
 	}
 	shown = bd.show(kept)
 	assert.Check(t, is.Equal(shown.Status+"/"+shown.Assignee, "in_progress/agent-a"))

@@ -217,3 +217,28 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Event is one events row.
+type Event struct {
+	ID                          int64
+	Type, Actor                 string
+	OldValue, NewValue, Comment sql.NullString
+	CreatedAt                   string
+}
+
+// Events lists the events of issue id after event after, oldest first.
+func Events(t testing.TB, conn *sql.DB, id string, after int64) []Event {
+	t.Helper()
+	rows, err := conn.Query(`SELECT id, event_type, actor, old_value, new_value, comment, CAST(created_at AS TEXT)
+		FROM events WHERE issue_id = ? AND id > ? ORDER BY id`, id, after)
+	must(t, err)
+	defer rows.Close()
+	var list []Event
+	for rows.Next() {
+		var e Event
+		must(t, rows.Scan(&e.ID, &e.Type, &e.Actor, &e.OldValue, &e.NewValue, &e.Comment, &e.CreatedAt))
+		list = append(list, e)
+	}
+	must(t, rows.Err())
+	return list
+}
