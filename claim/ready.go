@@ -185,9 +185,20 @@ func (s ReadySpecification) candidates() sq.SelectBuilder {
 // next selects the first claimable issue. For the priority order it first
 // narrows to the most urgent priority that has a claimable issue: min()
 // walks idx_issues_status_priority and stops at the first match, so only
-// that priority's issues are sorted by age, not every open issue.
+// that priority's issues are sorted by age, not every open issue. The
+// failure policy's rules, which look up events, are checked last: on the
+// sorted candidates, one at a time, until one passes (the LIMIT keeps
+// SQLite from merging the two levels).
 func (s ReadySpecification) next() sq.SelectBuilder {
-	b := s.candidates()
+	var cheap, costly sq.And
+	for _, r := range s.Rules {
+		if r.Name == "backoff" || r.Name == "abandoned" {
+			costly = append(costly, r.Pred)
+		} else {
+			cheap = append(cheap, r.Pred)
+		}
+	}
+	b := sq.Select("i.id").From("issues i").Where(cheap).OrderByClause(s.Order, s.Args...)
 	if s.sort == SortPriority {
 		// The inner alias i shadows the outer one: the same rules apply.
 		// One min() per status (open, and in_progress for an expired
@@ -198,7 +209,8 @@ func (s ReadySpecification) next() sq.SelectBuilder {
 	COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'open' AND ?), 5),
 	COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'in_progress' AND ?), 5))`, where, where))
 	}
-	return b.Limit(1)
+	// costly always holds the abandoned rule.
+	return sq.Select("i.id").FromSelect(b.Limit(1<<62), "i").Where(costly).Limit(1)
 }
 
 // byID selects issue id when it is claimable.

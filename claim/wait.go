@@ -18,7 +18,8 @@ const (
 )
 
 // wait tries req until an issue is claimed, req.Wait passes (a nil Issue,
-// with the reason) or ctx is cancelled (INTERRUPTED). Each look is a read;
+// with the reason; for an --id claim, its last refusal) or ctx is
+// cancelled (INTERRUPTED). Each look is a read;
 // only a look that finds an issue takes the write lock to claim it.
 func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 	// data_version is per connection: watch it on one.
@@ -43,7 +44,10 @@ func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 		if err == nil && res.Issue != nil && !req.DryRun {
 			res, err = s.claimOnce(ctx, req) // another agent may win it: then wait on
 		}
-		if err != nil || res.Issue != nil {
+		// An --id claim waits out a holder or a rule too, and reports the
+		// last refusal if the wait ends first.
+		refused := req.ID != "" && (ErrorCode(err) == EAlready || ErrorCode(err) == ENotClaimable)
+		if !refused && (err != nil || res.Issue != nil) {
 			return res, err
 		}
 		for pause := waitPauseMin; ; pause = min(2*pause, waitPauseMax) {
@@ -52,6 +56,9 @@ func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 			case <-ctx.Done():
 				return Result{}, classify(ctx.Err(), "claim an issue while waiting")
 			case <-deadline.C:
+				if refused {
+					return res, err
+				}
 				res.Reason = fmt.Sprintf("nothing became claimable within %s", req.Wait) + suffix(res.Reason)
 				return res, nil
 			case <-tick.C:

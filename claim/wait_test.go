@@ -98,3 +98,31 @@ func TestWaitNoticesTheClock(t *testing.T) {
 	assert.Equal(t, res.TookOver.Agent, "holder")
 	assert.Equal(t, res.TookOver.ClaimID, claims[res.Issue.ID])
 }
+
+// An --id claim waits out its holder: it gets the issue once released, or
+// the holder's refusal when the wait ends first. An unknown id is not
+// waited for.
+func TestWaitByID(t *testing.T) {
+	s, _, _ := lifecycle(t, "0.49.6", nil)
+	ctx := context.Background()
+	held := mustClaim(t, s, claim.Request{Agent: "holder"})
+	id := held.Issue.ID
+	start := time.Now()
+	_, err := s.Claim(ctx, claim.Request{Agent: "waiter", ID: id, Wait: 100 * time.Millisecond})
+	assert.Equal(t, claim.ErrorCode(err), claim.EAlready)
+	assert.Assert(t, time.Since(start) >= 100*time.Millisecond)
+
+	other := openStore(t, s.Workspace.Root, claim.Options{})
+	time.AfterFunc(100*time.Millisecond, func() {
+		_, err := other.Release(ctx, claim.ReleaseRequest{Agent: "holder", ID: id})
+		assert.Check(t, err)
+	})
+	res, err := s.Claim(ctx, claim.Request{Agent: "waiter", ID: id, Wait: 10 * time.Second})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Issue.Assignee, "waiter")
+
+	start = time.Now()
+	_, err = s.Claim(ctx, claim.Request{Agent: "waiter", ID: "fx-nope", Wait: 10 * time.Second})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotFound)
+	assert.Assert(t, time.Since(start) < time.Second)
+}

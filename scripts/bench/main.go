@@ -1186,6 +1186,16 @@ const limits = `
   The tail is SQLite's busy handler, which sleeps 1, 2, 5 ... up to 100 ms between looks at the lock, so an
   unlucky waiter keeps missing it. Retrying in Go every 1-8 ms instead was tried and reverted: 82 claims/s,
   p50 379 ms and one process timed out after 5 s, the polling itself starving the two cores.
+- **The claim lifecycle (issue 3) costs every claim.** The readiness rule now also admits in_progress
+  issues whose lease expired (a takeover), and each candidate is checked for backoff and abandonment
+  (index lookups in events and labels). Against the commit before it (5dc2c64, same machine, interleaved):
+  a CLI dry run at 1k issues 8.1 ms vs 7.0 ms, in-process claim-next dry run 405 vs 239 us, library claim
+  about 280 vs 259 us. The policy's lookups run last, on the sorted candidates, until one passes. Each
+  claim holds the write lock longer, which the swarm's sleeping busy handler amplifies (this table vs the
+  one before: 64-72 vs 170 claims/s on a machine about 20% slower in that run's hello-world swarm).
+  Tried and reverted: checking first whether any lease has expired, to keep the plain status = 'open' walk
+  (it costs a look at every in_progress issue per claim: 1.4 ms per library claim with 2000 held). Not yet
+  tried: finding the candidate before BEGIN IMMEDIATE and only re-checking it inside.
 `
 
 func cpuModel() string {
