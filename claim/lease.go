@@ -69,6 +69,16 @@ func parseLease(comment string) *Lease {
 	return &Lease{Until: until, Duration: d}
 }
 
+// heldLease is the lease of a claim event whose actor is the issue's
+// holder, as bd-claim writes them; a claim bd made for someone else, or
+// one bd reassigned since, has none. leaseExpired is the same rule in SQL.
+func heldLease(comment, actor, holder string) *Lease {
+	if actor != holder {
+		return nil
+	}
+	return parseLease(comment)
+}
+
 // expired reports whether the lease has ended at now.
 func (l *Lease) expired(now time.Time) bool { return l != nil && !now.Before(l.Until) }
 

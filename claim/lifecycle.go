@@ -336,13 +336,10 @@ func (s *Store) Reset(ctx context.Context, actor, id string) (Reset, error) {
 	var out Reset
 	err := s.write(ctx, "reset an issue", func(conn db.DBTX, now time.Time) error {
 		out = Reset{}
-		if _, err := s.q.IssueState(ctx, conn, id); errors.Is(err, sql.ErrNoRows) {
+		r, err := s.read(ctx, conn, id)
+		if errors.Is(err, sql.ErrNoRows) {
 			return Errorf(ENotFound, "no issue %s in %s", id, s.Workspace.DBPath)
 		} else if err != nil {
-			return err
-		}
-		r, err := s.read(ctx, conn, id)
-		if err != nil {
 			return err
 		}
 		out.Issue = &r.Issue
@@ -412,7 +409,7 @@ func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired,
 			return err
 		}
 		for _, h := range held {
-			if l := parseLease(h.ClaimComment); l.expired(now) && h.ClaimActor == h.Assignee {
+			if l := heldLease(h.ClaimComment, h.ClaimActor, h.Assignee); l.expired(now) {
 				out = append(out, Expired{ID: h.ID, Holder: h.Assignee, ClaimID: h.ClaimID, LeaseUntil: l.Until})
 			}
 		}

@@ -203,7 +203,8 @@ func TestBackoffAndAbandon(t *testing.T) {
 	rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: "w", ID: id, Failed: true})
 	assert.NilError(t, err)
 	assert.Equal(t, rel.Failures, 1)
-	assert.Equal(t, claimtest.Events(t, conn, id, 0)[len(claimtest.Events(t, conn, id, 0))-1].Type, "status_changed")
+	evs = claimtest.Events(t, conn, id, 0)
+	assert.Equal(t, evs[len(evs)-1].Type, "status_changed")
 }
 
 // The label alone abandons an issue too (a person may add it with bd), and
@@ -248,7 +249,7 @@ func TestLeaseTakeover(t *testing.T) {
 
 	_, err := s.Claim(ctx, claim.Request{Agent: "b", ID: id})
 	var ce *claim.Error
-	assert.Assert(t, errorsAs(err, &ce))
+	assert.Assert(t, errors.As(err, &ce))
 	assert.Equal(t, ce.Code, claim.EAlready)
 	assert.Equal(t, ce.Holder, "a")
 	assert.Equal(t, ce.HolderClaimID, a.ClaimID)
@@ -286,10 +287,10 @@ func TestLeaseTakeover(t *testing.T) {
 	assert.ErrorContains(t, err, "held by b")
 	// The same agent name on a later claim is a different holder.
 	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "b", ID: id, ClaimID: a.ClaimID})
-	assert.Assert(t, errorsAs(err, &ce))
+	assert.Assert(t, errors.As(err, &ce))
 	assert.Equal(t, ce.Code, claim.EAlready)
 	assert.Equal(t, ce.HolderClaimID, b.ClaimID)
-	assert.ErrorContains(t, err, "claim "+itoa(a.ClaimID)+" no longer holds issue "+id)
+	assert.ErrorContains(t, err, "claim "+strconv.FormatInt(a.ClaimID, 10)+" no longer holds issue "+id)
 }
 
 // A heartbeat rewrites the lease in the claim event: no row per beat, no
@@ -418,7 +419,7 @@ func TestReclaimFencing(t *testing.T) {
 	assert.NilError(t, err)
 	_, err = s.Claim(ctx, claim.Request{Agent: "f", ID: id, ClaimID: got.ClaimID})
 	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable, "a fenced re-claim does not claim anew")
-	assert.ErrorContains(t, err, "claim "+itoa(got.ClaimID)+" no longer holds issue "+id+": it is open and not held by f")
+	assert.ErrorContains(t, err, "claim "+strconv.FormatInt(got.ClaimID, 10)+" no longer holds issue "+id+": it is open and not held by f")
 	later := mustClaim(t, s, claim.Request{Agent: "f", ID: id})
 	_, err = s.Claim(ctx, claim.Request{Agent: "f", ID: id, ClaimID: got.ClaimID})
 	assert.Equal(t, claim.ErrorCode(err), claim.EAlready)
@@ -515,7 +516,3 @@ func TestExplain(t *testing.T) {
 	assert.Equal(t, roomy.Excluded["capacity"], 0)
 	assert.Equal(t, roomy.Claimable, all.Claimable-1)
 }
-
-func errorsAs(err error, target **claim.Error) bool { return errors.As(err, target) }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

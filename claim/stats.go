@@ -121,7 +121,7 @@ func (s *Store) stats(ctx context.Context, conn db.DBTX, now time.Time, st *Stat
 		if t, err := time.Parse(eventTime, h.ClaimedAt); err == nil {
 			hi.ClaimedAt, hi.AgeSeconds = &t, max(0, int64(now.Sub(t)/time.Second))
 		}
-		if l := parseLease(h.ClaimComment); l != nil && h.ClaimActor == h.Assignee {
+		if l := heldLease(h.ClaimComment, h.ClaimActor, h.Assignee); l != nil {
 			hi.LeaseUntil, hi.Expired = &l.Until, l.expired(now)
 			if hi.Expired {
 				st.ExpiredLeases = append(st.ExpiredLeases, Expired{ID: h.ID, Holder: h.Assignee, ClaimID: h.ClaimID, LeaseUntil: l.Until})

@@ -234,8 +234,10 @@ type row struct {
 // remembered order q, when there is one), or the issue req.ID when spec
 // admits it. An --id that spec refuses is explained.
 func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request, q *queue, now time.Time, res *Result) error {
+	var st db.IssueStateRow // of issue req.ID
 	if req.ID != "" {
-		st, err := s.q.IssueState(ctx, conn, req.ID)
+		var err error
+		st, err = s.q.IssueState(ctx, conn, req.ID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return Errorf(ENotFound, "no issue %s in %s", req.ID, s.Workspace.DBPath)
 		} else if err != nil {
@@ -266,7 +268,7 @@ func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification,
 	switch {
 	case req.ID != "":
 		if err = queryRow(ctx, conn, spec.byID(req.ID)).Scan(&id); errors.Is(err, sql.ErrNoRows) {
-			return s.refuse(ctx, conn, spec, req)
+			return s.refuse(ctx, conn, spec, req, st)
 		}
 	case q == nil:
 		err = queryRow(ctx, conn, spec.next()).Scan(&id)
@@ -289,7 +291,7 @@ func (s *Store) pick(ctx context.Context, conn db.DBTX, spec ReadySpecification,
 			return err
 		}
 		res.TookOver = &Holder{Agent: r.Assignee, ClaimID: cur.ID}
-		if l := parseLease(cur.Comment); l != nil {
+		if l := heldLease(cur.Comment, cur.Actor, r.Assignee); l != nil {
 			res.TookOver.LeaseUntil = &l.Until
 		}
 	}
@@ -325,7 +327,7 @@ func (s *Store) reclaim(ctx context.Context, conn db.DBTX, req Request, now time
 	if err != nil {
 		return err
 	}
-	res.Issue, res.ClaimID, res.Lease = &r.Issue, cur.ID, parseLease(cur.Comment)
+	res.Issue, res.ClaimID, res.Lease = &r.Issue, cur.ID, heldLease(cur.Comment, cur.Actor, req.Agent)
 	if req.Lease > 0 && !req.DryRun {
 		res.Lease, err = s.renew(ctx, conn, req.ID, req.Agent, cur, req.Lease, now)
 	}
@@ -363,7 +365,7 @@ func (s *Store) notHeld(ctx context.Context, conn db.DBTX, id, agent string, cla
 				return err
 			}
 			e.HolderClaimID = cur.ID
-			if l := parseLease(cur.Comment); l != nil && cur.Actor == st.Assignee {
+			if l := heldLease(cur.Comment, cur.Actor, st.Assignee); l != nil {
 				e.Message += fmt.Sprintf(" under claim %d, leased until %s", cur.ID, l.Until.Format(time.RFC3339))
 			}
 		}
@@ -375,12 +377,8 @@ func (s *Store) notHeld(ctx context.Context, conn db.DBTX, id, agent string, cla
 	return Errorf(ENotClaimable, "issue %s is %s, not held by %s", id, st.Status, agent)
 }
 
-// refuse says why issue req.ID cannot be claimed.
-func (s *Store) refuse(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request) error {
-	st, err := s.q.IssueState(ctx, conn, req.ID)
-	if err != nil {
-		return err
-	}
+// refuse says why issue req.ID, in state st, cannot be claimed.
+func (s *Store) refuse(ctx context.Context, conn db.DBTX, spec ReadySpecification, req Request, st db.IssueStateRow) error {
 	if st.Assignee != "" && st.Assignee != req.Agent && (st.Status == "in_progress" || st.Status == "open") {
 		return s.notHeld(ctx, conn, req.ID, req.Agent, 0, st)
 	}
