@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -339,12 +340,19 @@ func (o *options) validate(c *command) error {
 
 var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
 
-// newLogger writes JSON lines to stderr, or nothing with --quiet.
+// newLogger writes JSON lines to stderr, or nothing with --quiet. With
+// --human it writes one line of text per record for a person instead
+// (bd-claim: level=warn msg=... key=value), from warn up unless --log-level
+// says otherwise.
 func newLogger(stderr io.Writer, o options, getenv func(string) string) *slog.Logger {
 	if o.quiet {
 		return slog.New(slog.DiscardHandler)
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: logLevels[o.logLevel]}))
+	var h slog.Handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: logLevels[o.logLevel]})
+	if o.human {
+		h = humanHandler(stderr, o.fs.Changed("log-level"), logLevels[o.logLevel])
+	}
+	log := slog.New(h)
 	for _, id := range []string{o.traceID, getenv("TRACE_ID"), getenv("OTEL_TRACE_ID")} {
 		if id != "" {
 			return log.With("trace_id", id)
@@ -352,6 +360,58 @@ func newLogger(stderr io.Writer, o options, getenv func(string) string) *slog.Lo
 	}
 	return log
 }
+
+// humanHandler is the --human logger: slog's text format without the time,
+// the level in lower case, structured values (the filters) as compact
+// JSON, each line prefixed with "bd-claim: ". Without an explicit
+// --log-level only warnings get through: a command's error is already the
+// "bd-claim: CODE: message" line, so its error record is not printed twice.
+func humanHandler(stderr io.Writer, explicit bool, level slog.Level) slog.Handler {
+	if !explicit {
+		level = slog.LevelWarn
+	}
+	h := slog.NewTextHandler(prefixed{stderr}, &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		switch v := a.Value; {
+		case len(groups) == 0 && a.Key == slog.TimeKey:
+			return slog.Attr{}
+		case len(groups) == 0 && a.Key == slog.LevelKey:
+			return slog.String(a.Key, strings.ToLower(v.String()))
+		case v.Kind() == slog.KindAny:
+			switch v.Any().(type) {
+			case encoding.TextMarshaler, error:
+			default:
+				if b, err := json.Marshal(v.Any()); err == nil && b[0] != '"' { // a named string prints as itself
+					return slog.String(a.Key, string(b))
+				}
+			}
+		}
+		return a
+	}})
+	if explicit {
+		return h
+	}
+	return belowError{h}
+}
+
+// prefixed starts each log line with "bd-claim: " (slog writes a record in
+// one Write).
+type prefixed struct{ w io.Writer }
+
+func (p prefixed) Write(b []byte) (int, error) {
+	_, err := p.w.Write(append([]byte("bd-claim: "), b...))
+	return len(b), err
+}
+
+// belowError drops error records, which the human output reports already.
+type belowError struct{ slog.Handler }
+
+func (h belowError) Enabled(ctx context.Context, l slog.Level) bool {
+	return l < slog.LevelError && h.Handler.Enabled(ctx, l)
+}
+func (h belowError) WithAttrs(as []slog.Attr) slog.Handler {
+	return belowError{h.Handler.WithAttrs(as)}
+}
+func (h belowError) WithGroup(g string) slog.Handler { return belowError{h.Handler.WithGroup(g)} }
 
 func errAttr(err error) slog.Attr {
 	return slog.Group("error", "code", claim.ErrorCode(err), "message", claim.ErrorMessage(err))
@@ -464,4 +524,13 @@ func (o output) json(v any) {
 		enc.SetIndent("", "  ")
 	}
 	_ = enc.Encode(v) // stdout write errors have nowhere better to go
+}
+
+// plural counts for a person: plural(1, "agent", "agents") is "1 agent",
+// plural(2, ...) "2 agents".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -58,7 +58,8 @@ func demo(ctx context.Context, dir string, agents, issues int, w io.Writer) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "workspace: %d issues, %d ready, %d blocked; %d agents racing, each working 1ms per claimed issue\n", issues, len(d.Ready), len(d.Blocked), agents)
+	fmt.Fprintf(w, "workspace: %s, %d ready, %d blocked; %s racing, each working 1ms per claimed issue\n",
+		plural(issues, "issue", "issues"), len(d.Ready), len(d.Blocked), plural(agents, "agent", "agents"))
 	start := time.Now()
 	got, err := race(ctx, d.Workspace, agents)
 	if err == nil {
@@ -75,11 +76,12 @@ func report(w io.Writer, d claim.Demo, got [][]string, elapsed time.Duration) er
 		total += len(ids)
 		fmt.Fprintf(w, "  agent-%-3d claimed %3d  %s\n", a+1, len(ids), preview(ids))
 	}
-	fmt.Fprintf(w, "%d claims in %v: %.0f claims/s\n", total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds())
+	fmt.Fprintf(w, "%s in %v: %.0f claims/s\n", plural(total, "claim", "claims"), elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds())
 	if problems := verdict(d, got); len(problems) > 0 {
 		return fmt.Errorf("verdict: FAIL: %s", strings.Join(problems, "; "))
 	}
-	fmt.Fprintf(w, "verdict: PASS: every one of the %d ready issues was claimed exactly once; the %d blocked ones were left alone\n", len(d.Ready), len(d.Blocked))
+	fmt.Fprintf(w, "verdict: PASS: every ready issue was claimed exactly once (%s), every blocked one left alone (%s)\n",
+		plural(len(d.Ready), "ready issue", "ready issues"), plural(len(d.Blocked), "blocked issue", "blocked issues"))
 	return nil
 }
 
@@ -119,7 +121,7 @@ func verdict(d claim.Demo, got [][]string) []string {
 		}
 	}
 	if total != len(d.Ready) {
-		problems = append(problems, fmt.Sprintf("%d claims for %d ready issues", total, len(d.Ready)))
+		problems = append(problems, fmt.Sprintf("%s for %s", plural(total, "claim", "claims"), plural(len(d.Ready), "ready issue", "ready issues")))
 	}
 	return problems
 }

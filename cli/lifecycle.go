@@ -137,7 +137,7 @@ var resetCommand = &command{
 			out.json(envelope{Status: "ok", Agent: o.req.Agent, Issue: r.Issue, Reset: &reset{r.Cleared, r.Label}})
 			return ExitClaimed
 		}
-		fmt.Fprintf(out.w, "reset %s: %d failed attempts cleared", r.Issue.ID, r.Cleared)
+		fmt.Fprintf(out.w, "reset %s: %s cleared", r.Issue.ID, plural(r.Cleared, "failed attempt", "failed attempts"))
 		if r.Label {
 			fmt.Fprintf(out.w, ", abandoned label removed")
 		}
@@ -176,7 +176,7 @@ var reapCommand = &command{
 		if o.req.DryRun {
 			verb = "would reap"
 		}
-		fmt.Fprintf(out.w, "%s %d expired claims\n", verb, len(reaped))
+		fmt.Fprintf(out.w, "%s %s\n", verb, plural(len(reaped), "expired claim", "expired claims"))
 		for _, e := range reaped {
 			fmt.Fprintf(out.w, "  %s  held by %s (claim %d), lease ended %s\n", e.ID, e.Holder, e.ClaimID, e.LeaseUntil.Format(time.RFC3339))
 		}

@@ -527,7 +527,8 @@ func TestLifecycleStats(t *testing.T) {
 	h.Assert(t, icmd.Success)
 	for _, want := range []string{
 		fmt.Sprintf("ready        %d", st.Ready), "in progress", "(", "2 expired leases)", "backoff", "abandoned",
-		"last hour", fmt.Sprintf("%d claims, %d releases, %d failures, %d reclaims", base.Claims+2, base.Releases, base.Failures, base.Reclaims), "AGENT", "ISSUE", "CLAIM", "LEASE",
+		"last hour", fmt.Sprintf("%d claims, %s, %s, %s", base.Claims+2, counted(base.Releases, "release"), counted(base.Failures, "failure"), counted(base.Reclaims, "reclaim")),
+		"AGENT", "ISSUE", "CLAIM", "LEASE",
 		"EXPIRED " + x1.LeaseExpiresAt.UTC().Format(time.RFC3339),
 	} {
 		assert.Assert(t, is.Contains(h.Stdout(), want))

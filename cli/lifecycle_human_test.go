@@ -14,13 +14,24 @@ import (
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
-// human runs bd-claim with --human --quiet and returns stdout, requiring
-// exit status want.
+// human runs bd-claim with --human and returns stdout, requiring exit
+// status want and nothing on stderr: without --log-level, a person sees
+// only the result.
 func human(t *testing.T, root string, want int, args ...string) string {
 	t.Helper()
-	r := run(t, root, nil, append(args, "--human", "--quiet")...)
+	r := run(t, root, nil, append(args, "--human")...)
 	assert.Equal(t, r.ExitCode, want, "bd-claim %q: stdout %q stderr %q", args, r.Stdout(), r.Stderr())
+	assert.Equal(t, r.Stderr(), "", "bd-claim %q", args)
 	return r.Stdout()
+}
+
+// counted is how the human output counts a regular noun: "1 claim",
+// "0 claims".
+func counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // waitLease sleeps past a 1s lease (leases end on a whole second, so one
@@ -50,11 +61,11 @@ func TestLifecycleHuman(t *testing.T) {
 	run(t, root, nil, "heartbeat", "--agent", "h1", "--id", a01, "--lease", "1s", "--quiet").Assert(t, icmd.Success)
 	waitLease(t)
 	out = human(t, root, 0, "reap", "--dry-run")
-	assert.Assert(t, is.Regexp(`^would reap 1 expired claims\n  `+a01+`  held by h1 \(claim \d+\), lease ended `+rfc3339.String()+"\n$", out))
+	assert.Assert(t, is.Regexp(`^would reap 1 expired claim\n  `+a01+`  held by h1 \(claim \d+\), lease ended `+rfc3339.String()+"\n$", out))
 	out = human(t, root, 0, "--agent", "h2", "--id", a01, "--dry-run")
 	assert.Assert(t, is.Regexp(`^would claim `+a01+` .*, taking over from h1 \(claim \d+, lease expired\)\n$`, out))
 	out = human(t, root, 0, "reap")
-	assert.Assert(t, strings.HasPrefix(out, "reaped 1 expired claims\n  "+a01), out)
+	assert.Assert(t, strings.HasPrefix(out, "reaped 1 expired claim\n  "+a01), out)
 
 	// Release, failures, abandonment, reset.
 	human(t, root, 0, "--agent", "h1", "--id", a01)
@@ -74,9 +85,57 @@ func TestLifecycleHuman(t *testing.T) {
 	}
 
 	out = human(t, root, 0, "reset", "--id", a01)
-	assert.Equal(t, out, "reset "+a01+": 1 failed attempts cleared, abandoned label removed\n")
+	assert.Equal(t, out, "reset "+a01+": 1 failed attempt cleared, abandoned label removed\n")
 	out = human(t, root, 0, "reset", "--id", a01)
 	assert.Equal(t, out, "reset "+a01+": 0 failed attempts cleared\n")
+}
+
+// With --human the logs are text for a person too: nothing from a command
+// that succeeds, one "bd-claim: CODE: message" line for one that fails,
+// and text lines (never JSON) when --log-level asks for them.
+func TestHumanLogs(t *testing.T) {
+	root := claimtest.Fixture(t, "0.49.6")
+	r := run(t, root, []string{"TRACE_ID=t-1"}, "stats", "--human")
+	r.Assert(t, icmd.Success)
+	assert.Assert(t, is.Contains(r.Stdout(), "in progress "))
+	assert.Equal(t, r.Stderr(), "")
+
+	for _, c := range []struct {
+		dir  string
+		args []string
+		exit int
+		line string
+	}{
+		{root, []string{"--agent", "h", "--id", "fx-none"}, 7, "bd-claim: ISSUE_NOT_FOUND: no issue fx-none in "},
+		{root, []string{"release", "--agent", "h", "--id", "fx-none"}, 7, "bd-claim: ISSUE_NOT_FOUND: "},
+		{t.TempDir(), []string{"stats"}, 5, "bd-claim: WORKSPACE_NOT_FOUND: "},
+		{root, []string{"stats", "--timeout-ms", "-1"}, 2, "bd-claim: INVALID_ARGUMENT: "},
+	} {
+		r := run(t, c.dir, nil, append(c.args, "--human")...)
+		assert.Equal(t, r.ExitCode, c.exit, "%q: %s", c.args, r.Stderr())
+		assert.Equal(t, r.Stdout(), "")
+		assert.Assert(t, strings.HasPrefix(r.Stderr(), c.line), "%q: %q", c.args, r.Stderr())
+		assert.Equal(t, strings.Count(r.Stderr(), "\n"), 1, "%q: one line, %q", c.args, r.Stderr())
+		assert.Assert(t, !strings.Contains(r.Stderr(), "{"), "%q: no JSON, %q", c.args, r.Stderr())
+	}
+
+	// An explicit --log-level wins: the records as text, the trace id, the
+	// filters as compact JSON, the error record and then the error line.
+	r = run(t, root, []string{"TRACE_ID=t-1"}, "stats", "--human", "--log-level", "info")
+	r.Assert(t, icmd.Success)
+	assert.Assert(t, is.Regexp(`^bd-claim: level=info msg=stats_success trace_id=t-1 ready=\d+ open=\d+ duration_ms=[\d.]+\n$`, r.Stderr()))
+	r = run(t, root, nil, "--agent", "h", "--dry-run", "--label", "backend", "--human", "--log-level", "debug")
+	r.Assert(t, icmd.Success)
+	lines := strings.Split(strings.TrimSuffix(r.Stderr(), "\n"), "\n")
+	assert.Equal(t, len(lines), 2, r.Stderr())
+	assert.Assert(t, strings.HasPrefix(lines[0], "bd-claim: level=debug msg=workspace_discovery "), lines[0])
+	assert.Assert(t, strings.HasPrefix(lines[1], "bd-claim: level=info msg=issue_claim_success issue_id="), lines[1])
+	assert.Assert(t, is.Contains(lines[1], ` agent=h filters="{\"only_unassigned\":false,\"include_labels\":[\"backend\"],`))
+	r = run(t, root, nil, "--agent", "h", "--id", "fx-none", "--human", "--log-level", "error")
+	assert.Equal(t, r.ExitCode, 7)
+	assert.Assert(t, is.Regexp(`^bd-claim: level=error msg=issue_claim_error agent=h filters=".*" error.code=ISSUE_NOT_FOUND error.message="no issue fx-none in .*" duration_ms=[\d.]+\n`+
+		`bd-claim: ISSUE_NOT_FOUND: no issue fx-none in .*\n$`, r.Stderr()))
+	run(t, root, nil, "stats", "--human", "--log-level", "debug", "--quiet").Assert(t, icmd.Expected{Err: icmd.None})
 }
 
 // help COMMAND and COMMAND --help print the command's usage; claim is the

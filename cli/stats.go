@@ -79,11 +79,13 @@ func humanStats(out output, st claim.Stats) {
 	}
 	fmt.Fprintf(w, "ready\t%d\t(%s)\n", st.Ready, strings.Join(prio, ", "))
 	fmt.Fprintf(w, "open\t%d\t(%d blocked)\n", st.Open, st.Blocked)
-	fmt.Fprintf(w, "in progress\t%d\t(%d agents, %d expired leases)\n", held, len(st.InProgress), len(st.ExpiredLeases))
+	fmt.Fprintf(w, "in progress\t%d\t(%s, %s)\n", held,
+		plural(len(st.InProgress), "agent", "agents"), plural(len(st.ExpiredLeases), "expired lease", "expired leases"))
 	fmt.Fprintf(w, "backoff\t%d\t\n", len(st.Backoff))
 	fmt.Fprintf(w, "abandoned\t%d\t\n", len(st.Abandoned))
 	h := st.LastHour
-	fmt.Fprintf(w, "last hour\t\t%d claims, %d releases, %d failures, %d reclaims\n", h.Claims, h.Releases, h.Failures, h.Reclaims)
+	fmt.Fprintf(w, "last hour\t\t%s, %s, %s, %s\n", plural(h.Claims, "claim", "claims"), plural(h.Releases, "release", "releases"),
+		plural(h.Failures, "failure", "failures"), plural(h.Reclaims, "reclaim", "reclaims"))
 	if len(st.InProgress) > 0 {
 		fmt.Fprintln(w, "\nAGENT\tISSUE\tCLAIM\tAGE\tLEASE")
 		for _, a := range st.InProgress {
