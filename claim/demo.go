@@ -53,11 +53,11 @@ func SeedDemo(ctx context.Context, conn *sql.DB, n int, seed uint64) (Demo, erro
 				return err
 			}
 		}
-		feat, err := DetectFeatures(ctx, tx)
+		fl, err := detectFlavor(ctx, tx)
 		if err != nil {
 			return err
 		}
-		return seedDemo(ctx, tx, feat, n, rand.New(rand.NewPCG(seed, seed)), &demo)
+		return seedDemo(ctx, tx, fl, n, rand.New(rand.NewPCG(seed, seed)), &demo)
 	})
 	return demo, err
 }
@@ -68,7 +68,7 @@ var (
 	demoLabels     = []string{"backend", "frontend", "infra", "docs", "urgent"}
 )
 
-func seedDemo(ctx context.Context, tx *sql.Tx, feat Features, n int, rnd *rand.Rand, demo *Demo) error {
+func seedDemo(ctx context.Context, tx *sql.Tx, fl flavor, n int, rnd *rand.Rand, demo *Demo) error {
 	q := db.New()
 	base := time.Now().UTC().Add(-time.Duration(n) * time.Minute)
 	status := make(map[string]string, n)
@@ -94,7 +94,7 @@ func seedDemo(ctx context.Context, tx *sql.Tx, feat Features, n int, rnd *rand.R
 			"issue_type": r.IssueType, "assignee": r.Assignee} {
 			r.cols[c] = sql.NullString{String: v, Valid: true}
 		}
-		err := q.SeedIssueInsert(ctx, tx, db.SeedIssueInsertParams{ID: id, ContentHash: sql.NullString{String: feat.contentHash(r), Valid: true},
+		err := q.SeedIssueInsert(ctx, tx, db.SeedIssueInsertParams{ID: id, ContentHash: sql.NullString{String: fl.contentHash(r), Valid: true},
 			Title: r.Title, Status: r.Status, Priority: int64(r.Priority), IssueType: r.IssueType,
 			Assignee: sql.NullString{String: r.Assignee, Valid: true}, CreatedAt: created, UpdatedAt: created, ClosedAt: closed})
 		for _, l := range demoLabels {

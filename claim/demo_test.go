@@ -107,7 +107,7 @@ func TestDemoDrain(t *testing.T) {
 	s, err := claim.Open(context.Background(), demo.Workspace, claim.Options{})
 	assert.NilError(t, err)
 	defer s.Close()
-	assert.Equal(t, s.Features.Version.String(), "0.49.6")
+	assert.Equal(t, s.Version().String(), "0.49.6")
 	var got []string
 	for {
 		iss, err := issueOf(s.Claim(context.Background(), claim.Request{Agent: "drain"}))

@@ -1,8 +1,11 @@
 package claim
 
 import (
+	"context"
 	"errors"
 	"fmt"
+
+	"github.com/bdclaim/bd-claim/db"
 )
 
 // Code classifies every error bd-claim reports. The CLI maps each code to an
@@ -67,4 +70,30 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return err.Error()
+}
+
+// classify turns a driver error into a coded error whose message says what
+// to do, keeping the driver's text as detail.
+func classify(err error, doing string) error {
+	var e *Error
+	if err == nil || errors.As(err, &e) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Code: EInterrupted, Message: "interrupted before it could " + doing + "; nothing was written", Err: err}
+	}
+	code, detail := EUnexpected, err.Error()
+	switch db.Code(err) {
+	case db.CodeBusy, db.CodeLocked:
+		code, detail = EBusy, "the database stayed locked by another writer; retry later or raise --timeout-ms ("+detail+")"
+	case db.CodeNotADB:
+		code, detail = ESchema, "the file is not a SQLite database ("+detail+")"
+	case db.CodeCorrupt:
+		code, detail = ESchema, "the database file is corrupt; restore it or rebuild it with bd from issues.jsonl ("+detail+")"
+	case db.CodeCantOpen:
+		code, detail = EDBNotFound, "the database cannot be opened ("+detail+")"
+	}
+	e = Errorf(code, "could not %s: %s", doing, detail)
+	e.Err = err
+	return e
 }

@@ -217,7 +217,7 @@ func TestOpenAcceptsVersionBounds(t *testing.T) {
 		s, err := Open(context.Background(), Workspace{DBPath: path}, Options{})
 		assert.NilError(t, err, v)
 		want, _ := ParseVersion(v)
-		assert.Equal(t, s.Features.Version, want)
+		assert.Equal(t, s.flavor.version, want)
 		assert.NilError(t, s.Close())
 	}
 }
@@ -233,7 +233,7 @@ func TestOpenUnreadableMetadataAndConfig(t *testing.T) {
 	exec(t, path, "INSERT INTO config (key, value) VALUES ('ready.exclude_id_patterns', NULL)")
 	s, err := Open(context.Background(), Workspace{DBPath: path}, Options{})
 	assert.NilError(t, err)
-	assert.DeepEqual(t, s.Features.ExcludeIDPatterns, []string{"-mol-", "-wisp-"})
+	assert.DeepEqual(t, s.flavor.idPatterns, []string{"-mol-", "-wisp-"})
 	s.Close()
 
 	path = minimalDB(t, "", "", "")
@@ -464,7 +464,7 @@ func TestClaimCompareAndSwapNamesIssue(t *testing.T) {
 // once the lock is released the claim goes through.
 func TestClaimBusy(t *testing.T) {
 	ctx := context.Background()
-	s, path := store(t, "0.49.6", Options{BusyTimeout: 50 * time.Millisecond, Retry: db.Retry{Attempts: 2, Backoff: time.Millisecond}})
+	s, path := store(t, "0.49.6", Options{BusyTimeout: 50 * time.Millisecond, Retry: Retry{Attempts: 2, Backoff: time.Millisecond}})
 	before := claimtest.Snapshot(t, path)
 	other := db.Open(path, time.Second)
 	defer other.Close()
@@ -497,7 +497,7 @@ func TestClaimBusy(t *testing.T) {
 // the default 5s per try).
 func TestClaimBusyNoWait(t *testing.T) {
 	ctx := context.Background()
-	s, path := store(t, "0.49.6", Options{BusyTimeout: -1, Retry: db.Retry{Attempts: 1}})
+	s, path := store(t, "0.49.6", Options{BusyTimeout: -1, Retry: Retry{Attempts: 1}})
 	other := db.Open(path, time.Second)
 	defer other.Close()
 	lock, err := other.BeginTx(ctx, nil)
@@ -627,7 +627,7 @@ func TestExcludedTypesByVersion(t *testing.T) {
 				_, err := s.Claim(context.Background(), Request{Agent: "typed", ID: c[key].ID, DryRun: true})
 				if slices.Contains(tc.excluded, key) {
 					assert.Equal(t, ErrorCode(err), ENotClaimable, "%s: %v", key, err)
-					assert.ErrorContains(t, err, "its type ("+strings.Join(excludedTypes(s.Features.Version), ", ")+") is never ready")
+					assert.ErrorContains(t, err, "its type ("+strings.Join(s.flavor.excludedTypes, ", ")+") is never ready")
 					continue
 				}
 				assert.NilError(t, err, key)
@@ -724,10 +724,10 @@ func TestContentHashWaiters(t *testing.T) {
 	s := openFixture(t, "0.49.6")
 	id := claimtest.Claimable(t, "0.49.6", "priority")[0]
 	hashWith := func(waiters sql.NullString) string {
-		r, err := s.read(context.Background(), s.conn, id)
+		r, err := s.txn(context.Background(), nil).read(id)
 		assert.NilError(t, err)
 		r.cols["waiters"] = waiters
-		return s.Features.contentHash(r)
+		return s.flavor.contentHash(r)
 	}
 	none := hashWith(sql.NullString{})
 	assert.Equal(t, hashWith(sql.NullString{String: "[]", Valid: true}), none)

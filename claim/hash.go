@@ -60,21 +60,12 @@ var modernHash = []hashField{
 	{col: "work_type", enc: hashEmpty}, {col: "event_kind"}, {col: "actor"}, {col: "target"}, {col: "payload"},
 }
 
-func (feat Features) legacy() bool { return !feat.Version.AtLeast(0, 30, 7) }
-
-func (feat Features) hashFields() []hashField {
-	if feat.legacy() {
-		return legacyHash
-	}
-	return modernHash
-}
-
 // contentHash computes bd's content_hash of r.
-func (feat Features) contentHash(r *row) string {
+func (fl flavor) contentHash(r *row) string {
 	h := sha256.New()
-	for _, f := range feat.hashFields() {
+	for _, f := range fl.hash {
 		v := r.cols[f.col]
-		if f.optional && !feat.Issues[f.col] {
+		if f.optional && !fl.columns[f.col] {
 			continue
 		}
 		switch f.enc {
@@ -176,32 +167,13 @@ var modernJSON = []jsonField{
 	{"payload", "payload", jsonStr},
 }
 
-func (feat Features) jsonFields() []jsonField {
-	if feat.legacy() {
-		return legacyJSON
-	}
-	return modernJSON
-}
-
-// readColumns are the issues columns a claim reads: those the hash and the
-// event payload use, where the workspace has them.
-func (feat Features) readColumns() []string {
-	cols := []string{"content_hash"}
-	for _, f := range feat.jsonFields() {
-		if f.col != "" && feat.Issues[f.col] {
-			cols = append(cols, f.col)
-		}
-	}
-	return cols
-}
-
 // eventOldValue is the old_value bd writes in a claim's event: the issue as
 // bd's json.Marshal prints it. Like bd, it falls back to {"id":...} when the
 // issue cannot be marshalled (invalid metadata JSON).
-func (feat Features) eventOldValue(r *row) string {
+func (fl flavor) eventOldValue(r *row) string {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for _, f := range feat.jsonFields() {
+	for _, f := range fl.payload {
 		v, has := r.cols[f.col]
 		if f.kind == jsonLabels {
 			has, v.Valid = len(r.Labels) > 0, true
@@ -281,17 +253,10 @@ func jsonValue(kind jsonKind, v sql.NullString, labels []string) (val []byte, ok
 // parseTime reads a timestamp as bd's driver does: RFC3339Nano text, or
 // SQLite's own "YYYY-MM-DD HH:MM:SS" as UTC; anything else stays text.
 func parseTime(s string) any {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05"} {
+	for _, layout := range []string{time.RFC3339Nano, sqliteTime} {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t
 		}
 	}
 	return s
-}
-
-func (feat Features) claimEventType() string {
-	if feat.Version.AtLeast(0, 49, 4) {
-		return "claimed"
-	}
-	return "status_changed"
 }

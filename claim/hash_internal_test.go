@@ -44,14 +44,14 @@ func TestContentHashMatchesBd(t *testing.T) {
 			s := openFixture(t, v)
 			matched := 0
 			for _, id := range ids(t, s, "SELECT id FROM issues ORDER BY id") {
-				r, err := s.read(context.Background(), s.conn, id)
+				r, err := s.txn(context.Background(), nil).read(id)
 				assert.NilError(t, err)
-				if s.Features.contentHash(r) == r.ContentHash {
+				if s.flavor.contentHash(r) == r.ContentHash {
 					matched++
 					continue
 				}
 				assert.Assert(t, r.Status == "closed" || r.Status == "tombstone" || r.Status == "hooked",
-					"%s (%s): hash %s, bd stored %s", id, r.Status, s.Features.contentHash(r), r.ContentHash)
+					"%s (%s): hash %s, bd stored %s", id, r.Status, s.flavor.contentHash(r), r.ContentHash)
 			}
 			assert.Equal(t, matched, want)
 		})
@@ -83,12 +83,12 @@ func TestEventOldValueMatchesBd(t *testing.T) {
 					Assignee  *string `json:"assignee"`
 					UpdatedAt *string `json:"updated_at"`
 				}{&before.Status, &before.Assignee, &before.UpdatedAt}))
-				r, err := s.read(context.Background(), s.conn, e.id)
+				r, err := s.txn(context.Background(), nil).read(e.id)
 				assert.NilError(t, err)
 				r.cols["status"] = sql.NullString{String: before.Status, Valid: true}
 				r.cols["assignee"] = sql.NullString{String: before.Assignee, Valid: true}
 				r.cols["updated_at"] = sql.NullString{String: before.UpdatedAt, Valid: true}
-				assert.Equal(t, s.Features.eventOldValue(r), e.old)
+				assert.Equal(t, s.flavor.eventOldValue(r), e.old)
 			}
 		})
 	}

@@ -1,31 +1,15 @@
 package claim
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/bdclaim/bd-claim/db"
 )
-
-// MaxReasonLen is the longest release reason accepted, in characters.
-const MaxReasonLen = 2000
-
-// ReleaseRequest gives an issue back.
-type ReleaseRequest struct {
-	Agent   string
-	ID      string
-	ClaimID int64  // when not 0, release only while Agent holds the issue under this claim
-	Reason  string // recorded in the event and, when given, as a bd comment
-	Failed  bool   // the attempt failed: it counts towards backoff and abandonment
-}
 
 // Released is the outcome of a release.
 type Released struct {
@@ -36,110 +20,18 @@ type Released struct {
 	Abandoned bool       // this failure abandoned the issue
 }
 
-// Attempts is an issue's failure history since its last reset.
-type Attempts struct {
-	Failures      int
-	LastFailureAt time.Time
-}
-
-// RetryAt is when the backoff after the latest failure ends.
-func (a Attempts) RetryAt(p Policy) time.Time { return a.LastFailureAt.Add(p.Backoff(a.Failures)) }
-
-func (s *Store) attempts(ctx context.Context, conn db.DBTX, id string) (Attempts, error) {
-	row, err := s.q.EventAttempts(ctx, conn, id)
-	if err != nil {
-		return Attempts{}, err
-	}
-	a := Attempts{Failures: int(row.Failures)}
-	a.LastFailureAt, _ = time.Parse(eventTime, row.LastFailureAt) // '' when there are none
-	return a, nil
-}
-
-func validateIssueID(id string) error {
-	if strings.TrimSpace(id) == "" {
-		return Errorf(EInvalid, "no issue id: pass --id ISSUE")
-	}
-	return nil
-}
-
-func validateReason(reason string) error {
-	switch {
-	case !utf8.ValidString(reason):
-		return Errorf(EInvalid, "the reason is not valid UTF-8")
-	case utf8.RuneCountInString(reason) > MaxReasonLen:
-		return Errorf(EInvalid, "the reason is %d characters long; the limit is %d", utf8.RuneCountInString(reason), MaxReasonLen)
-	case strings.ContainsFunc(reason, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }):
-		return Errorf(EInvalid, "the reason contains a control character")
-	}
-	return nil
-}
-
-func checkClaimID(id int64) error {
-	if id < 0 {
-		return Errorf(EInvalid, "claim id %d is not a claim id (a positive number)", id)
-	}
-	return nil
-}
-
-func checkLease(d time.Duration) error {
-	switch {
-	case d < 0 || d > MaxLease:
-		return Errorf(EInvalid, "lease %s is outside 0 to %s", d, MaxLease)
-	case d != 0 && d < time.Second:
-		return Errorf(EInvalid, "lease %s is shorter than 1s", d)
-	}
-	return nil
-}
-
-// write runs fn in the Store's write transaction: one BEGIN IMMEDIATE
-// transaction, retried when busy, never cancelled once begun.
-func (s *Store) write(ctx context.Context, doing string, fn func(conn db.DBTX, now time.Time) error) error {
-	if err := ctx.Err(); err != nil {
-		return classify(err, doing)
-	}
-	s.writing.Lock()
-	defer s.writing.Unlock()
-	ctx = context.WithoutCancel(ctx)
-	return classify(db.Tx(ctx, s.conn, s.retry, func(tx *sql.Tx) error {
-		return fn(s.on(tx), s.now())
-	}), doing)
-}
-
-// heldRow is one in_progress issue of IssueHeld.
-type heldRow struct {
-	ID           string `json:"id"`
-	Assignee     string `json:"assignee"`
-	ClaimID      int64  `json:"claim_id"`
-	ClaimActor   string `json:"claim_actor"`
-	ClaimComment string `json:"claim_comment"`
-	ClaimedAt    string `json:"claimed_at"`
-}
-
-// held lists every in_progress issue with its claim event.
-func (s *Store) held(ctx context.Context, conn db.DBTX) ([]heldRow, error) {
-	list, err := s.q.IssueHeld(ctx, conn)
-	var rows []heldRow
-	_ = json.Unmarshal([]byte(list), &rows) // SQLite's json_group_array output ("" on error)
-	return rows, err
-}
-
 // holds checks that agent holds issue id (under claimID, when not 0) and
-// returns its claim event.
-func (s *Store) holds(ctx context.Context, conn db.DBTX, id, agent string, claimID int64) (db.EventClaimCurrentRow, error) {
-	st, err := s.q.IssueState(ctx, conn, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return db.EventClaimCurrentRow{}, Errorf(ENotFound, "no issue %s in %s", id, s.Workspace.DBPath)
-	} else if err != nil {
-		return db.EventClaimCurrentRow{}, err
+// returns its claim.
+func (t *txn) holds(id, agent string, claimID int64) (claimEvent, error) {
+	c, err := t.issue(id)
+	switch {
+	case err != nil:
+	case c.Status != "in_progress" || c.Holder != agent:
+		err = notHeld(agent, claimID, c)
+	case claimID != 0 && claimID != c.ID:
+		err = stale(id, agent, claimID, c.ID)
 	}
-	if st.Status != "in_progress" || st.Assignee != agent {
-		return db.EventClaimCurrentRow{}, s.notHeld(ctx, conn, id, agent, claimID, st)
-	}
-	cur, err := s.current(ctx, conn, id)
-	if err == nil && claimID != 0 && claimID != cur.ID {
-		err = stale(id, agent, claimID, cur.ID)
-	}
-	return cur, err
+	return c, err
 }
 
 // Release gives an issue back: in_progress → open and unassigned, as
@@ -148,30 +40,21 @@ func (s *Store) holds(ctx context.Context, conn db.DBTX, id, agent string, claim
 // the one that reaches the policy's MaxFailures abandons the issue: it gets
 // the abandoned label, as `bd label add` writes it.
 func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, error) {
-	if err := ValidateAgent(req.Agent); err != nil {
-		return Released{}, err
-	}
-	if err := validateIssueID(req.ID); err != nil {
-		return Released{}, err
-	}
-	if err := validateReason(req.Reason); err != nil {
-		return Released{}, err
-	}
-	if err := checkClaimID(req.ClaimID); err != nil {
+	if err := req.Validate(); err != nil {
 		return Released{}, err
 	}
 	var out Released
-	err := s.write(ctx, "release an issue", func(conn db.DBTX, now time.Time) error {
+	err := s.write(ctx, "release an issue", func(t *txn) error {
 		out = Released{}
-		cur, err := s.holds(ctx, conn, req.ID, req.Agent, req.ClaimID)
+		c, err := t.holds(req.ID, req.Agent, req.ClaimID)
 		if err != nil {
 			return err
 		}
-		r, err := s.read(ctx, conn, req.ID)
+		r, err := t.read(req.ID)
 		if err != nil {
 			return err
 		}
-		out.Issue, out.ClaimID = &r.Issue, cur.ID
+		out.Issue, out.ClaimID = &r.Issue, c.ID
 		reason := req.Reason
 		if reason == "" {
 			reason = "no reason given"
@@ -180,42 +63,40 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 		if req.Failed {
 			prefix = failedPrefix
 		}
-		if _, err := s.transition(ctx, conn, r, req.Agent, "open", "", "status_changed", prefix+reason, now); err != nil {
+		if _, err := t.transition(r, move{actor: req.Agent, status: "open", event: "status_changed", comment: prefix + reason}); err != nil {
 			return err
 		}
 		if !req.Failed {
 			if req.Reason == "" {
 				return nil
 			}
-			return s.comment(ctx, conn, r.ID, req.Agent, fmt.Sprintf("bd-claim: %s released the issue: %s", req.Agent, req.Reason), now)
+			return t.comment(r.ID, req.Agent, fmt.Sprintf("bd-claim: %s released the issue: %s", req.Agent, req.Reason))
 		}
-		a, err := s.attempts(ctx, conn, r.ID)
+		a, err := t.attempts(r.ID)
 		if err != nil {
 			return err
 		}
-		out.Failures = a.Failures
-		retry := a.RetryAt(s.policy)
-		out.RetryAt = &retry
+		out.Failures, out.RetryAt = a.Failures, &a.RetryAt
 		note := fmt.Sprintf("bd-claim: attempt %d by %s failed: %s", a.Failures, req.Agent, reason)
-		if s.policy.Abandoned(a.Failures) {
+		if a.Exhausted {
 			out.Abandoned, out.RetryAt = true, nil
-			note += fmt.Sprintf("\nAbandoned after %d failed attempts (max-failures %d): bd-claim hands it out again after `bd-claim reset --id %s`.",
-				a.Failures, s.policy.MaxFailures, r.ID)
-			if err := s.label(ctx, conn, r, req.Agent, s.policy.AbandonedLabel, true, now); err != nil {
+			note += fmt.Sprintf("\nAbandoned after %s (max-failures %d): bd-claim hands it out again after `bd-claim reset --id %s`.",
+				plural(a.Failures, "failed attempt"), t.policy.MaxFailures, r.ID)
+			if err := t.label(r, req.Agent, t.policy.AbandonedLabel, true); err != nil {
 				return err
 			}
 		}
-		return s.comment(ctx, conn, r.ID, req.Agent, note, now)
+		return t.comment(r.ID, req.Agent, note)
 	})
 	return out, err
 }
 
 // comment adds a comment as `bd comments add` does, so that bd show lists
 // it and bd export carries it.
-func (s *Store) comment(ctx context.Context, conn db.DBTX, id, author, text string, now time.Time) error {
-	err := s.q.CommentInsert(ctx, conn, db.CommentInsertParams{IssueID: id, Author: author, Text: text, CreatedAt: now.UTC().Format(eventTime)})
+func (t *txn) comment(id, author, text string) error {
+	err := t.q.CommentInsert(t.ctx, t.conn, db.CommentInsertParams{IssueID: id, Author: author, Text: text, CreatedAt: t.now.UTC().Format(sqliteTime)})
 	if err == nil {
-		err = s.q.DirtyIssueMark(ctx, conn, db.DirtyIssueMarkParams{IssueID: id, MarkedAt: now.Format(time.RFC3339Nano)})
+		err = t.dirty(id, t.now.Format(rowTime))
 	}
 	return err
 }
@@ -224,15 +105,15 @@ func (s *Store) comment(ctx context.Context, conn db.DBTX, id, author, text stri
 // label row, a label_added or label_removed event, a dirty mark; neither
 // updated_at nor the content hash changes. It does nothing when there is
 // nothing to change.
-func (s *Store) label(ctx context.Context, conn db.DBTX, r *row, actor, label string, add bool, now time.Time) error {
+func (t *txn) label(r *row, actor, label string, add bool) error {
 	var n int64
 	var err error
 	event, comment := "label_added", "Added label: "+label
 	if add {
-		n, err = s.q.LabelAdd(ctx, conn, db.LabelAddParams{IssueID: r.ID, Label: label})
+		n, err = t.q.LabelAdd(t.ctx, t.conn, db.LabelAddParams{IssueID: r.ID, Label: label})
 	} else {
 		event, comment = "label_removed", "Removed label: "+label
-		n, err = s.q.LabelRemove(ctx, conn, db.LabelRemoveParams{IssueID: r.ID, Label: label})
+		n, err = t.q.LabelRemove(t.ctx, t.conn, db.LabelRemoveParams{IssueID: r.ID, Label: label})
 	}
 	if err != nil || n == 0 {
 		return err
@@ -242,37 +123,29 @@ func (s *Store) label(ctx context.Context, conn db.DBTX, r *row, actor, label st
 		r.Labels = append(r.Labels, label)
 		slices.Sort(r.Labels)
 	}
-	_, err = s.q.EventInsert(ctx, conn, db.EventInsertParams{IssueID: r.ID, EventType: event, Actor: actor, Comment: text(comment), CreatedAt: now.UTC().Format(eventTime)})
-	if err == nil {
-		err = s.q.DirtyIssueMark(ctx, conn, db.DirtyIssueMarkParams{IssueID: r.ID, MarkedAt: now.Format(time.RFC3339Nano)})
+	if _, err = t.event(r.ID, event, actor, sql.NullString{}, sql.NullString{}, comment); err == nil {
+		err = t.dirty(r.ID, t.now.Format(rowTime))
 	}
 	return err
 }
 
-// renew writes a new lease into a claim event's comment, in place: a
-// heartbeat adds no row.
-func (s *Store) renew(ctx context.Context, conn db.DBTX, id, agent string, cur db.EventClaimCurrentRow, d time.Duration, now time.Time) (*Lease, error) {
-	if cur.ID == 0 || cur.Actor != agent {
-		return nil, Errorf(ENotClaimable, "issue %s was assigned to %s by %q, not claimed by %s itself, so its claim has no lease to renew: release it and claim it with bd-claim", id, agent, cur.Actor, agent)
+// renew writes a new lease into the comment of agent's claim c of issue
+// id, in place: a heartbeat adds no row. d 0 renews by the claim's own
+// lease length.
+func (t *txn) renew(id, agent string, c claimEvent, d time.Duration) (*Lease, error) {
+	if c.ID == 0 || c.Actor != agent {
+		return nil, Errorf(ENotClaimable, "issue %s was assigned to %s by %q, not claimed by %s itself, so its claim has no lease to renew: release it and claim it with bd-claim", id, agent, c.Actor, agent)
 	}
 	if d == 0 {
-		old := parseLease(cur.Comment)
+		old := parseLease(c.Comment)
 		if old == nil || old.Duration <= 0 {
-			return nil, Errorf(EInvalid, "claim %d of issue %s has no lease: give its length with --lease", cur.ID, id)
+			return nil, Errorf(EInvalid, "claim %d of issue %s has no lease: give its length with --lease", c.ID, id)
 		}
 		d = old.Duration
 	}
-	l := newLease(now, d)
-	_, err := s.q.EventCommentSet(ctx, conn, db.EventCommentSetParams{ID: cur.ID, Comment: text(l.comment())})
+	l := newLease(t.now, d)
+	_, err := t.q.EventCommentSet(t.ctx, t.conn, db.EventCommentSetParams{ID: c.ID, Comment: text(l.comment())})
 	return l, err
-}
-
-// HeartbeatRequest renews the lease of a held issue.
-type HeartbeatRequest struct {
-	Agent   string
-	ID      string
-	ClaimID int64         // when not 0, renew only while Agent holds the issue under this claim
-	Lease   time.Duration // the new lease from now; 0 = the claim's current lease length
 }
 
 // Heartbeat renews the lease of a claim Agent holds. It rewrites the
@@ -280,33 +153,24 @@ type HeartbeatRequest struct {
 // hash and its export are untouched. A lease that has expired but was not
 // yet taken over or reaped can still be renewed.
 func (s *Store) Heartbeat(ctx context.Context, req HeartbeatRequest) (Result, error) {
-	if err := ValidateAgent(req.Agent); err != nil {
-		return Result{}, err
-	}
-	if err := validateIssueID(req.ID); err != nil {
-		return Result{}, err
-	}
-	if err := checkClaimID(req.ClaimID); err != nil {
-		return Result{}, err
-	}
-	if err := checkLease(req.Lease); err != nil {
+	if err := req.Validate(); err != nil {
 		return Result{}, err
 	}
 	var res Result
-	err := s.write(ctx, "renew a lease", func(conn db.DBTX, now time.Time) error {
-		cur, err := s.holds(ctx, conn, req.ID, req.Agent, req.ClaimID)
+	err := s.write(ctx, "renew a lease", func(t *txn) error {
+		c, err := t.holds(req.ID, req.Agent, req.ClaimID)
 		if err != nil {
 			return err
 		}
-		lease, err := s.renew(ctx, conn, req.ID, req.Agent, cur, req.Lease, now)
+		lease, err := t.renew(req.ID, req.Agent, c, req.Lease)
 		if err != nil {
 			return err
 		}
-		r, err := s.read(ctx, conn, req.ID)
+		r, err := t.read(req.ID)
 		if err != nil {
 			return err
 		}
-		res = Result{Issue: &r.Issue, ClaimID: cur.ID, Lease: lease}
+		res = Result{Issue: &r.Issue, ClaimID: c.ID, Lease: lease}
 		return nil
 	})
 	if err != nil {
@@ -324,52 +188,36 @@ type Reset struct {
 
 // Reset clears the failure history of an issue: its failed attempts stop
 // counting (a commented event marks where, as bd's AddComment writes one)
-// and the abandoned label goes. actor is recorded as the event's actor. An
-// issue without failures or the label is left untouched.
-func (s *Store) Reset(ctx context.Context, actor, id string) (Reset, error) {
-	if err := ValidateAgent(actor); err != nil {
-		return Reset{}, err
-	}
-	if err := validateIssueID(id); err != nil {
+// and the abandoned label goes. req.Actor is recorded as the events'
+// actor. An issue without failures or the label is left untouched.
+func (s *Store) Reset(ctx context.Context, req ResetRequest) (Reset, error) {
+	if err := req.Validate(); err != nil {
 		return Reset{}, err
 	}
 	var out Reset
-	err := s.write(ctx, "reset an issue", func(conn db.DBTX, now time.Time) error {
-		out = Reset{}
-		r, err := s.read(ctx, conn, id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return Errorf(ENotFound, "no issue %s in %s", id, s.Workspace.DBPath)
-		} else if err != nil {
+	err := s.write(ctx, "reset an issue", func(t *txn) error {
+		r, err := t.read(req.ID)
+		if ok, err := found(err); !ok {
+			return cmp.Or(err, t.notFound(req.ID))
+		}
+		a, err := t.attempts(req.ID)
+		out = Reset{Issue: &r.Issue, Cleared: a.Failures, Label: a.Labelled}
+		if err != nil || (a.Failures == 0 && !a.Labelled) {
 			return err
 		}
-		out.Issue = &r.Issue
-		a, err := s.attempts(ctx, conn, id)
-		if err != nil {
-			return err
-		}
-		labelled := false
-		for _, l := range r.Labels {
-			labelled = labelled || l == s.policy.AbandonedLabel
-		}
-		if a.Failures == 0 && !labelled {
-			return nil
-		}
-		out.Cleared, out.Label = a.Failures, labelled
-		updated := laterThan(now, r.UpdatedAt).Format(time.RFC3339Nano)
-		if _, err := s.q.IssueTouch(ctx, conn, db.IssueTouchParams{UpdatedAt: updated, ID: id}); err != nil {
+		updated := laterThan(t.now, r.UpdatedAt).Format(rowTime)
+		if _, err := t.q.IssueTouch(t.ctx, t.conn, db.IssueTouchParams{UpdatedAt: updated, ID: req.ID}); err != nil {
 			return err
 		}
 		r.UpdatedAt = updated
-		if _, err := s.q.EventInsert(ctx, conn, db.EventInsertParams{
-			IssueID: id, EventType: "commented", Actor: actor,
-			Comment: text(fmt.Sprintf("%scleared %d failed attempts", resetPrefix, a.Failures)), CreatedAt: now.UTC().Format(eventTime),
-		}); err != nil {
+		if _, err := t.event(req.ID, "commented", req.Actor, sql.NullString{}, sql.NullString{},
+			fmt.Sprintf("%scleared %s", resetPrefix, plural(a.Failures, "failed attempt"))); err != nil {
 			return err
 		}
-		if err := s.label(ctx, conn, r, actor, s.policy.AbandonedLabel, false, now); err != nil {
+		if err := t.label(r, req.Actor, t.policy.AbandonedLabel, false); err != nil {
 			return err
 		}
-		return s.comment(ctx, conn, id, actor, fmt.Sprintf("bd-claim: %s reset the attempt history (%d failed attempts cleared)", actor, a.Failures), now)
+		return t.comment(req.ID, req.Actor, fmt.Sprintf("bd-claim: %s reset the attempt history (%s cleared)", req.Actor, plural(a.Failures, "failed attempt")))
 	})
 	return out, err
 }
@@ -382,17 +230,22 @@ type Expired struct {
 	LeaseUntil time.Time `json:"lease_expires_at"`
 }
 
-// expire ends the expired claim of r: in_progress → open, unassigned, with
-// an event saying whose lease ended and what happened next.
-func (s *Store) expire(ctx context.Context, conn db.DBTX, r *row, actor string, h Holder, next string, now time.Time) error {
+// expired is claim c, whose lease has ended, as reap and stats list it.
+func (c claimEvent) expired() Expired {
+	return Expired{ID: c.IssueID, Holder: c.Holder, ClaimID: c.ID, LeaseUntil: c.lease().Until}
+}
+
+// expire ends the expired claim of r by h: in_progress → open, unassigned,
+// with an event saying whose lease ended and what happened next.
+func (t *txn) expire(r *row, actor string, h Holder, next string) error {
 	note := fmt.Sprintf("lease of %s (claim %d) ended; %s", h.Agent, h.ClaimID, next)
 	if h.LeaseUntil != nil {
 		note = fmt.Sprintf("lease of %s (claim %d) ended %s; %s", h.Agent, h.ClaimID, h.LeaseUntil.Format(time.RFC3339), next)
 	}
-	if _, err := s.transition(ctx, conn, r, actor, "open", "", "status_changed", expiredPrefix+note, now); err != nil {
+	if _, err := t.transition(r, move{actor: actor, status: "open", event: "status_changed", comment: expiredPrefix + note}); err != nil {
 		return err
 	}
-	return s.comment(ctx, conn, r.ID, actor, "bd-claim: "+note, now)
+	return t.comment(r.ID, actor, "bd-claim: "+note)
 }
 
 // Reap returns every claim whose lease has expired to open, in one
@@ -402,32 +255,29 @@ func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired,
 		return nil, err
 	}
 	var out []Expired
-	find := func(conn db.DBTX, now time.Time) error {
+	find := func(t *txn) error {
 		out = []Expired{}
-		held, err := s.held(ctx, conn)
-		if err != nil {
-			return err
-		}
-		for _, h := range held {
-			if l := heldLease(h.ClaimComment, h.ClaimActor, h.Assignee); l.expired(now) {
-				out = append(out, Expired{ID: h.ID, Holder: h.Assignee, ClaimID: h.ClaimID, LeaseUntil: l.Until})
+		held, err := t.held()
+		for _, c := range held {
+			if c.Expired {
+				out = append(out, c.expired())
 			}
 		}
-		return nil
+		return err
 	}
 	if dryRun {
-		return out, classify(find(s.on(nil), s.now()), "find expired leases")
+		return out, s.look(ctx, "find expired leases", find)
 	}
-	err := s.write(ctx, "reap expired leases", func(conn db.DBTX, now time.Time) error {
-		if err := find(conn, now); err != nil {
+	err := s.write(ctx, "reap expired leases", func(t *txn) error {
+		if err := find(t); err != nil {
 			return err
 		}
 		for _, e := range out {
-			r, err := s.read(ctx, conn, e.ID)
+			r, err := t.read(e.ID)
 			if err != nil {
 				return err
 			}
-			if err := s.expire(ctx, conn, r, actor, Holder{Agent: e.Holder, ClaimID: e.ClaimID, LeaseUntil: &e.LeaseUntil}, "reaped by "+actor, now); err != nil {
+			if err := t.expire(r, actor, Holder{Agent: e.Holder, ClaimID: e.ClaimID, LeaseUntil: &e.LeaseUntil}, "reaped by "+actor); err != nil {
 				return err
 			}
 		}
@@ -437,4 +287,12 @@ func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired,
 		return nil, err
 	}
 	return out, nil
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

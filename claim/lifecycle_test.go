@@ -178,7 +178,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 
 	// Reset: history cleared, label gone, claimable at once.
 	before := count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ?", id)
-	r, err := s.Reset(ctx, "ops", id)
+	r, err := s.Reset(ctx, claim.ResetRequest{Actor: "ops", ID: id})
 	assert.NilError(t, err)
 	assert.Equal(t, r.Cleared, 4)
 	assert.Assert(t, r.Label)
@@ -192,7 +192,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 	assert.Equal(t, next.Issue.ID, id)
 	// A second reset has nothing to do and writes nothing.
 	snap := count(t, conn, "SELECT count(*) FROM events")
-	r, err = s.Reset(ctx, "ops", id)
+	r, err = s.Reset(ctx, claim.ResetRequest{Actor: "ops", ID: id})
 	assert.NilError(t, err)
 	assert.Equal(t, r.Cleared, 0)
 	assert.Assert(t, !r.Label)
@@ -228,7 +228,7 @@ func TestAbandonedLabelAndUnlimitedFailures(t *testing.T) {
 	assert.Equal(t, next.Issue.ID, ids[1])
 	_, err = s.Claim(ctx, claim.Request{Agent: "w", ID: ids[0]})
 	assert.ErrorContains(t, err, "it is abandoned: it has the label parked (bd-claim reset clears it)")
-	r, err := s.Reset(ctx, "ops", ids[0])
+	r, err := s.Reset(ctx, claim.ResetRequest{Actor: "ops", ID: ids[0]})
 	assert.NilError(t, err)
 	assert.Equal(t, r.Cleared, 10)
 	assert.Assert(t, r.Label)
@@ -435,7 +435,7 @@ func TestReclaimFencing(t *testing.T) {
 	assert.Equal(t, claim.ErrorCode(err), claim.ENotFound)
 	_, err = s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: "f", ID: "fx-nope"})
 	assert.Equal(t, claim.ErrorCode(err), claim.ENotFound)
-	_, err = s.Reset(ctx, "f", "fx-nope")
+	_, err = s.Reset(ctx, claim.ResetRequest{Actor: "f", ID: "fx-nope"})
 	assert.Equal(t, claim.ErrorCode(err), claim.ENotFound)
 }
 
@@ -477,9 +477,9 @@ func TestLifecycleBadRequests(t *testing.T) {
 		_, err := s.Heartbeat(ctx, req)
 		assert.Equal(t, claim.ErrorCode(err), claim.EInvalid, "%+v: %v", req, err)
 	}
-	_, err := s.Reset(ctx, "", id)
+	_, err := s.Reset(ctx, claim.ResetRequest{Actor: "", ID: id})
 	assert.Equal(t, claim.ErrorCode(err), claim.EInvalid)
-	_, err = s.Reset(ctx, "x", "")
+	_, err = s.Reset(ctx, claim.ResetRequest{Actor: "x", ID: ""})
 	assert.Equal(t, claim.ErrorCode(err), claim.EInvalid)
 	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "x", ID: id, Reason: "multi\nline\tok"})
 	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable, "newlines and tabs are fine in a reason")

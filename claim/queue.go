@@ -1,13 +1,9 @@
 package claim
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"time"
-
-	"github.com/bdclaim/bd-claim/db"
 )
 
 // queueTTL bounds how long a remembered claim order is trusted: readiness
@@ -28,35 +24,35 @@ type queue struct {
 	ids     []string // the remaining order; nil until the second claim asks for it
 }
 
-// next returns the id of the next issue to claim, or sql.ErrNoRows. It runs
-// inside the claim's write transaction, so nothing else can write meanwhile.
-func (q *queue) next(ctx context.Context, conn db.DBTX, spec ReadySpecification, now time.Time) (string, error) {
+// next returns the id of the next issue to claim (ok false when there is
+// none). It runs inside the claim's write transaction t, so nothing else
+// can write meanwhile.
+func (q *queue) next(t *txn, spec readySpec) (id string, ok bool, err error) {
 	var version int64
-	verr := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&version)
-	var id string
-	if verr != nil || q.version != version || now.Sub(q.at) >= queueTTL || now.Before(q.at) {
+	verr := t.conn.QueryRowContext(t.ctx, "PRAGMA data_version").Scan(&version)
+	if verr != nil || q.version != version || t.now.Sub(q.at) >= queueTTL || t.now.Before(q.at) {
 		// A first claim, or the world moved (or its version could not be
 		// read): sort afresh, and let the next claim build the whole order
 		// if nothing changes until then.
-		q.version, q.at, q.ids = version, now, nil
-		return id, errors.Join(verr, queryRow(ctx, conn, spec.next()).Scan(&id))
+		q.version, q.at, q.ids = version, t.now, nil
+		ok, err = found(t.queryRow(spec.next()).Scan(&id))
+		return id, ok, errors.Join(verr, err)
 	}
 	if q.ids == nil {
 		var list string
-		if err := queryRow(ctx, conn, spec.order()).Scan(&list); err != nil {
-			return "", err
+		if err := t.queryRow(spec.claimOrder()).Scan(&list); err != nil {
+			return "", false, err
 		}
 		q.ids = []string{}
 		_ = json.Unmarshal([]byte(list), &q.ids) // SQLite's json_group_array output
 	}
 	for len(q.ids) > 0 {
-		err := queryRow(ctx, conn, spec.byID(q.ids[0])).Scan(&id)
-		if !errors.Is(err, sql.ErrNoRows) {
-			return id, err
+		if ok, err = found(t.queryRow(spec.byID(q.ids[0])).Scan(&id)); ok || err != nil {
+			return id, ok, err
 		}
 		q.ids = q.ids[1:] // no longer claimable
 	}
-	return "", sql.ErrNoRows
+	return "", false, nil
 }
 
 // maxQueues bounds the orders a Store remembers, one per agent and filters.

@@ -15,42 +15,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Policy is the workspace-wide failure policy: how long an issue waits
-// after a failed attempt, and when it is abandoned. Every agent of a
-// workspace should run with the same policy (put it in .beads/config.yaml).
-type Policy struct {
-	BackoffInitial    time.Duration // wait before attempt 2; 0 turns backoff off
-	BackoffMultiplier float64       // growth per further failure
-	BackoffMax        time.Duration // cap of the wait
-	MaxFailures       int           // failed attempts before the issue is abandoned; 0 = never
-	AbandonedLabel    string        // the label an abandoned issue gets
-}
-
-// DefaultPolicy is seed 004's policy: 1m, doubling, at most 1h, abandoned
-// after 5 failures, labelled claim:abandoned.
-var DefaultPolicy = Policy{
-	BackoffInitial: time.Minute, BackoffMultiplier: 2, BackoffMax: time.Hour,
-	MaxFailures: 5, AbandonedLabel: "claim:abandoned",
-}
-
-// Backoff is how long an issue with failures failed attempts (since its
-// last reset) waits after the latest one before it may be claimed again:
-// none for the first attempt, then initial × multiplier^(failures-1),
-// capped at BackoffMax.
-func (p Policy) Backoff(failures int) time.Duration {
-	if failures < 1 || p.BackoffInitial <= 0 {
-		return 0
-	}
-	d := float64(p.BackoffInitial) * math.Pow(p.BackoffMultiplier, float64(failures-1))
-	if d >= float64(p.BackoffMax) {
-		return p.BackoffMax
-	}
-	return time.Duration(d)
-}
-
-// Abandoned reports whether failures failed attempts abandon an issue.
-func (p Policy) Abandoned(failures int) bool { return p.MaxFailures > 0 && failures >= p.MaxFailures }
-
 // Settings are the values that may come from flags, the environment
 // (BD_CLAIM_*) or the workspace's .beads/config.yaml (keys under claim.).
 type Settings struct {
@@ -75,19 +39,26 @@ const (
 type setting struct {
 	name, help string
 	set        func(s *Settings, v string) error
+	copy       func(dst, src *Settings) // copies this setting's value
+}
+
+func durationSetting(name, help string, max time.Duration, field func(*Settings) *time.Duration) setting {
+	return setting{name, help, func(s *Settings, v string) error { return parseDuration(v, max, time.Second, field(s)) }, copyField(field)}
+}
+
+func intSetting(name, help string, max int, field func(*Settings) *int) setting {
+	return setting{name, help, func(s *Settings, v string) error { return parseInt(v, 0, max, field(s)) }, copyField(field)}
+}
+
+func copyField[T any](field func(*Settings) *T) func(dst, src *Settings) {
+	return func(dst, src *Settings) { *field(dst) = *field(src) }
 }
 
 // settings lists every setting, in documentation order.
 var settings = []setting{
-	{"lease", "lease of a claim, renewed by heartbeat; 0 = none", func(s *Settings, v string) error {
-		return parseDuration(v, 0, MaxLease, time.Second, &s.Lease)
-	}},
-	{"max-held", "in_progress issues an agent may hold before claim-next returns none; 0 = no limit", func(s *Settings, v string) error {
-		return parseInt(v, 0, 10000, &s.MaxHeld)
-	}},
-	{"backoff-initial", "wait after a first failed attempt; 0 = no backoff", func(s *Settings, v string) error {
-		return parseDuration(v, 0, MaxBackoff, time.Second, &s.BackoffInitial)
-	}},
+	durationSetting("lease", "lease of a claim, renewed by heartbeat; 0 = none", MaxLease, func(s *Settings) *time.Duration { return &s.Lease }),
+	intSetting("max-held", "in_progress issues an agent may hold before claim-next returns none; 0 = no limit", 10000, func(s *Settings) *int { return &s.MaxHeld }),
+	durationSetting("backoff-initial", "wait after a first failed attempt; 0 = no backoff", MaxBackoff, func(s *Settings) *time.Duration { return &s.BackoffInitial }),
 	{"backoff-multiplier", "growth of the wait per further failure (1-100)", func(s *Settings, v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || math.IsNaN(f) || f < 1 || f > 100 {
@@ -95,13 +66,9 @@ var settings = []setting{
 		}
 		s.BackoffMultiplier = f
 		return nil
-	}},
-	{"backoff-max", "longest wait after a failure", func(s *Settings, v string) error {
-		return parseDuration(v, 0, MaxBackoff, time.Second, &s.BackoffMax)
-	}},
-	{"max-failures", "failed attempts before an issue is abandoned; 0 = never", func(s *Settings, v string) error {
-		return parseInt(v, 0, 1000, &s.MaxFailures)
-	}},
+	}, copyField(func(s *Settings) *float64 { return &s.BackoffMultiplier })},
+	durationSetting("backoff-max", "longest wait after a failure", MaxBackoff, func(s *Settings) *time.Duration { return &s.BackoffMax }),
+	intSetting("max-failures", "failed attempts before an issue is abandoned; 0 = never", 1000, func(s *Settings) *int { return &s.MaxFailures }),
 	{"abandoned-label", "label given to an abandoned issue", func(s *Settings, v string) error {
 		v = strings.TrimSpace(v)
 		if v == "" || len(v) > 100 || strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 || strings.Contains(v, ",") {
@@ -109,7 +76,7 @@ var settings = []setting{
 		}
 		s.AbandonedLabel = v
 		return nil
-	}},
+	}, copyField(func(s *Settings) *string { return &s.AbandonedLabel })},
 }
 
 // SettingHelp describes one setting for --help and the README.
@@ -137,15 +104,46 @@ func envName(name string) string {
 // Set sets the named setting from text, as a flag, variable or config key
 // gives it; source names where the text came from, for the error.
 func (s *Settings) Set(name, value, source string) error {
-	for _, st := range settings {
+	_, err := s.set(name, value, source)
+	return err
+}
+
+func (s *Settings) set(name, value, source string) (*setting, error) {
+	for i, st := range settings {
 		if st.name == name {
 			if err := st.set(s, value); err != nil {
-				return Errorf(EInvalid, "%s: %v", source, err)
+				return nil, Errorf(EInvalid, "%s: %v", source, err)
 			}
-			return nil
+			return &settings[i], nil
 		}
 	}
-	return Errorf(EInvalid, "%s: unknown setting %q", source, name)
+	return nil, Errorf(EInvalid, "%s: unknown setting %q", source, name)
+}
+
+// Overrides are settings given on the command line: each is parsed and
+// checked once, by Set, and applied over the workspace's settings by
+// LoadSettings.
+type Overrides struct {
+	values Settings
+	set    []*setting
+}
+
+// Set parses one setting; source names where the text came from (--lease).
+func (o *Overrides) Set(name, value, source string) error {
+	st, err := o.values.set(name, value, source)
+	if err == nil {
+		o.set = append(o.set, st)
+	}
+	return err
+}
+
+// Given returns the values given; the settings not given are zero.
+func (o *Overrides) Given() Settings { return o.values }
+
+func (o *Overrides) apply(s *Settings) {
+	for _, st := range o.set {
+		st.copy(s, &o.values)
+	}
 }
 
 // Check validates the settings as a whole, once every source has applied.
@@ -157,9 +155,10 @@ func (s Settings) Check() error {
 }
 
 // LoadSettings returns the defaults overridden by the workspace's
-// .beads/config.yaml (keys under claim:, nested or written claim.name) and
-// then by BD_CLAIM_* variables. Flags apply on top with Set.
-func LoadSettings(ws Workspace, getenv func(string) string) (Settings, error) {
+// .beads/config.yaml (keys under claim:, nested or written claim.name),
+// then by BD_CLAIM_* variables, then by the overrides (flags) when given,
+// and checks the result as a whole.
+func LoadSettings(ws Workspace, getenv func(string) string, flags ...*Overrides) (Settings, error) {
 	s := DefaultSettings()
 	if ws.BeadsDir != "" {
 		if err := s.loadConfig(filepath.Join(ws.BeadsDir, "config.yaml")); err != nil {
@@ -173,7 +172,10 @@ func LoadSettings(ws Workspace, getenv func(string) string) (Settings, error) {
 			}
 		}
 	}
-	return s, nil
+	for _, o := range flags {
+		o.apply(&s)
+	}
+	return s, s.Check()
 }
 
 func (s *Settings) loadConfig(path string) error {
@@ -212,25 +214,35 @@ func (s *Settings) loadConfig(path string) error {
 }
 
 // parseDuration parses a Go duration ("90s", "5m", "1h30m"; a bare "0" is
-// zero) between lo and hi, and at least min unless zero.
-func parseDuration(v string, lo, hi, min time.Duration, dst *time.Duration) error {
+// zero) and checks it with checkDuration.
+func parseDuration(v string, max, min time.Duration, dst *time.Duration) error {
 	v = strings.TrimSpace(v)
-	if v == "0" {
-		*dst = 0
-		return nil
+	d := time.Duration(0)
+	if v != "0" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			return fmt.Errorf("%q is not a duration such as 90s, 5m or 1h30m", v)
+		}
 	}
-	d, err := time.ParseDuration(v)
-	switch {
-	case err != nil:
-		return fmt.Errorf("%q is not a duration such as 90s, 5m or 1h30m", v)
-	case d < lo:
-		return fmt.Errorf("%s is negative", v)
-	case d > hi:
-		return fmt.Errorf("%s is longer than the limit of %s", v, hi)
-	case d != 0 && d < min:
-		return fmt.Errorf("%s is shorter than %s", v, min)
+	if err := checkDuration(d, v, max, min); err != nil {
+		return err
 	}
 	*dst = d
+	return nil
+}
+
+// checkDuration is the one rule for every duration bd-claim takes (leases,
+// waits, backoffs): 0, or from min to max. text is the duration as the
+// user wrote it.
+func checkDuration(d time.Duration, text string, max, min time.Duration) error {
+	switch {
+	case d < 0:
+		return fmt.Errorf("%s is negative", text)
+	case d > max:
+		return fmt.Errorf("%s is longer than the limit of %s", text, max)
+	case d != 0 && d < min:
+		return fmt.Errorf("%s is shorter than %s", text, min)
+	}
 	return nil
 }
 
@@ -247,7 +259,7 @@ func parseInt(v string, lo, hi int, dst *int) error {
 // --lease of a heartbeat): a Go duration from 0 to max.
 func ParseDuration(flag, v string, max time.Duration) (time.Duration, error) {
 	var d time.Duration
-	if err := parseDuration(v, 0, max, time.Millisecond, &d); err != nil {
+	if err := parseDuration(v, max, time.Millisecond, &d); err != nil {
 		return 0, Errorf(EInvalid, "--%s: %v", flag, err)
 	}
 	return d, nil

@@ -11,21 +11,6 @@ import (
 	"github.com/bdclaim/bd-claim/claim"
 )
 
-// The backoff schedule of seed 004 with the defaults: none, 1m, 2m, 4m,
-// 8m..., capped at 1h.
-func TestPolicyBackoff(t *testing.T) {
-	p := claim.DefaultPolicy
-	for failures, want := range []time.Duration{0, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 16 * time.Minute, 32 * time.Minute, time.Hour, time.Hour} {
-		assert.Equal(t, p.Backoff(failures), want, "after %d failures", failures)
-	}
-	assert.Assert(t, !p.Abandoned(4) && p.Abandoned(5) && p.Abandoned(6))
-	p.MaxFailures, p.BackoffInitial = 0, 0
-	assert.Assert(t, !p.Abandoned(1000))
-	assert.Equal(t, p.Backoff(3), time.Duration(0))
-	p = claim.Policy{BackoffInitial: time.Minute, BackoffMultiplier: 1.5, BackoffMax: time.Hour}
-	assert.Equal(t, p.Backoff(3), 135*time.Second)
-}
-
 // writeConfig writes .beads/config.yaml in a new workspace directory.
 func writeConfig(t *testing.T, yaml string) claim.Workspace {
 	t.Helper()

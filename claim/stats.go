@@ -2,7 +2,7 @@ package claim
 
 import (
 	"context"
-	"encoding/json"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -76,10 +76,9 @@ type PolicyJSON struct {
 
 // Stats reads the workspace's claim state as of now.
 func (s *Store) Stats(ctx context.Context) (Stats, error) {
-	now := s.now()
 	p := s.policy
 	st := Stats{
-		At: now.UTC(), ReadyByPriority: map[string]int{}, InProgress: []AgentClaims{},
+		ReadyByPriority: map[string]int{}, InProgress: []AgentClaims{},
 		ExpiredLeases: []Expired{}, Backoff: []Backoff{}, Abandoned: []Abandoned{},
 		Policy: PolicyJSON{p.BackoffInitial.String(), p.BackoffMultiplier, p.BackoffMax.String(), p.MaxFailures, p.AbandonedLabel},
 	}
@@ -88,74 +87,72 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		return st, classify(err, "read the stats")
 	}
 	defer tx.Rollback()
-	return st, classify(s.stats(ctx, s.on(tx), now, &st), "read the stats")
+	t := s.txn(ctx, tx)
+	st.At = t.now.UTC()
+	return st, classify(t.stats(&st), "read the stats")
 }
 
-func (s *Store) stats(ctx context.Context, conn db.DBTX, now time.Time, st *Stats) error {
-	counts, err := s.q.StatsCounts(ctx, conn)
-	if err != nil {
+func (t *txn) stats(st *Stats) error {
+	byPriority := make([]int, PriorityBacklog+1) // bd's CHECK keeps priority in 0..4
+	spec := newReadySpec(t.flavor, "", Filters{OnlyUnassigned: true}, t.policy, t.now)
+	b := sq.Select("count(*)").Column(sq.Expr("COALESCE(sum(NOT ?), 0)", notBlocked)).From("issues i").Where("i.status = 'open'")
+	if err := t.queryRow(b).Scan(&st.Open, &st.Blocked); err != nil {
 		return err
 	}
-	st.Open, st.Blocked = int(counts.Open), int(counts.Blocked)
-	spec := NewReadySpecification(s.Features, "", Filters{OnlyUnassigned: true}, s.policy, now)
-	b := sq.Select().From("issues i").Where(spec.Where())
-	byPriority := make([]int, PriorityBacklog+1) // bd's CHECK keeps priority in 0..4
+	b = sq.Select().From("issues i").Where(spec.where())
 	dest := make([]any, len(byPriority))
 	for p := range byPriority {
 		b = b.Column(sq.Expr("COALESCE(sum(i.priority = ?), 0)", p))
 		dest[p] = &byPriority[p]
 	}
-	if err := queryRow(ctx, conn, b).Scan(dest...); err != nil {
+	if err := t.queryRow(b).Scan(dest...); err != nil {
 		return err
 	}
 	for p, n := range byPriority {
 		st.ReadyByPriority[fmt.Sprintf("P%d", p)] = n
 		st.Ready += n
 	}
-	held, err := s.held(ctx, conn)
+	held, err := t.held()
 	if err != nil {
 		return err
 	}
-	for _, h := range held {
-		hi := HeldIssue{ID: h.ID, ClaimID: h.ClaimID}
-		if t, err := time.Parse(eventTime, h.ClaimedAt); err == nil {
-			hi.ClaimedAt, hi.AgeSeconds = &t, max(0, int64(now.Sub(t)/time.Second))
+	for _, c := range held {
+		hi := HeldIssue{ID: c.IssueID, ClaimID: c.ID}
+		if at, err := time.Parse(sqliteTime, c.At); err == nil {
+			hi.ClaimedAt, hi.AgeSeconds = &at, max(0, int64(t.now.Sub(at)/time.Second))
 		}
-		if l := heldLease(h.ClaimComment, h.ClaimActor, h.Assignee); l != nil {
-			hi.LeaseUntil, hi.Expired = &l.Until, l.expired(now)
-			if hi.Expired {
-				st.ExpiredLeases = append(st.ExpiredLeases, Expired{ID: h.ID, Holder: h.Assignee, ClaimID: h.ClaimID, LeaseUntil: l.Until})
+		if l := c.lease(); l != nil {
+			hi.LeaseUntil, hi.Expired = &l.Until, c.Expired
+			if c.Expired {
+				st.ExpiredLeases = append(st.ExpiredLeases, c.expired())
 			}
 		}
-		if n := len(st.InProgress); n == 0 || st.InProgress[n-1].Agent != h.Assignee {
-			st.InProgress = append(st.InProgress, AgentClaims{Agent: h.Assignee})
+		if n := len(st.InProgress); n == 0 || st.InProgress[n-1].Agent != c.Holder {
+			st.InProgress = append(st.InProgress, AgentClaims{Agent: c.Holder})
 		}
 		last := &st.InProgress[len(st.InProgress)-1]
 		last.Issues = append(last.Issues, hi)
 	}
-	list, err := s.q.StatsAttempts(ctx, conn, s.policy.AbandonedLabel)
+	b = t.policy.attempts(sq.Expr("i.status = 'open'"), t.now).Where("n > 0 OR labelled").OrderBy("id")
+	err = t.each(b, func(rows *sql.Rows) error {
+		var r attemptsRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return err
+		}
+		switch a := r.done(); {
+		case a.Labelled || a.Exhausted:
+			st.Abandoned = append(st.Abandoned, Abandoned{ID: r.ID, Failures: a.Failures, Labelled: a.Labelled})
+		case a.InBackoff:
+			st.Backoff = append(st.Backoff, Backoff{ID: r.ID, Failures: a.Failures, RetryAt: a.RetryAt})
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	var attempts []struct {
-		ID            string `json:"id"`
-		Failures      int    `json:"failures"`
-		LastFailureAt string `json:"last_failure_at"`
-		Labelled      int    `json:"labelled"`
-	}
-	_ = json.Unmarshal([]byte(list), &attempts) // SQLite's json_group_array output
-	for _, a := range attempts {
-		failures := a.Failures
-		last, _ := time.Parse(eventTime, a.LastFailureAt)
-		retry := Attempts{Failures: failures, LastFailureAt: last}.RetryAt(s.policy)
-		switch {
-		case a.Labelled != 0 || s.policy.Abandoned(failures):
-			st.Abandoned = append(st.Abandoned, Abandoned{ID: a.ID, Failures: failures, Labelled: a.Labelled != 0})
-		case retry.After(now):
-			st.Backoff = append(st.Backoff, Backoff{ID: a.ID, Failures: failures, RetryAt: retry})
-		}
-	}
-	ev, err := s.q.EventCountsSince(ctx, conn, now.Add(-time.Hour).UTC().Format(eventTime))
+	ev, err := t.q.EventCountsSince(t.ctx, t.conn, db.EventCountsSinceParams{
+		Since: t.now.Add(-time.Hour).UTC().Format(sqliteTime), Released: like(releasedPrefix), Failed: like(failedPrefix), Expired: like(expiredPrefix),
+	})
 	st.LastHour = EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}
 	return err
 }

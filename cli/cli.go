@@ -81,6 +81,10 @@ type options struct {
 	explain, failed     bool
 	reason              string
 	settings            map[string]*string // name → flag value, for the settings flags
+	overrides           claim.Overrides    // the settings flags given, parsed
+	release             claim.ReleaseRequest
+	heartbeat           claim.HeartbeatRequest
+	reset               claim.ResetRequest
 	fs                  *pflag.FlagSet
 	cfg                 claim.Settings
 	ws                  claim.Workspace
@@ -152,18 +156,18 @@ func claimCheck(o *options) error {
 		o.req.Filters.MinPriority = &p
 	}
 	o.req.Filters.Sort = claim.Sort(o.sort)
-	if err := o.req.Filters.Validate(); err != nil {
-		return err
-	}
 	if o.explain && !o.req.DryRun {
 		return claim.Errorf(claim.EInvalid, "--explain needs --dry-run")
 	}
-	if o.req.DryRun && o.fs.Changed("lease") {
-		return claim.Errorf(claim.EInvalid, "--lease on a dry run: a dry run claims nothing, so it takes no lease")
-	}
 	var err error
-	o.req.Wait, err = claim.ParseDuration("wait", o.wait, claim.MaxWait)
-	return err
+	if o.req.Wait, err = claim.ParseDuration("wait", o.wait, claim.MaxWait); err != nil {
+		return err
+	}
+	// The request as the flags give it; the workspace's settings fill in
+	// the lease and the capacity later (see doClaim).
+	given := o.overrides.Given()
+	o.req.Lease, o.req.MaxHeld = given.Lease, given.MaxHeld
+	return o.req.Validate()
 }
 
 var claimCommand = &command{
@@ -181,9 +185,7 @@ func doClaim(ctx context.Context, s *claim.Store, o *options, out output, log *s
 	if !req.DryRun {
 		req.Lease = o.cfg.Lease
 	}
-	if req.ID == "" {
-		req.MaxHeld = o.cfg.MaxHeld
-	}
+	req.MaxHeld = o.cfg.MaxHeld
 	filters := slog.Any("filters", req.Filters)
 	if req.Wait > 0 {
 		log.Debug("issue_claim_waiting", "agent", req.Agent, filters, "wait", req.Wait.String())
@@ -272,7 +274,7 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	o.ws, err = claim.FindWorkspace(claim.Locate{DB: o.db, Start: o.workspace, Getenv: getenv})
 	log.Debug("workspace_discovery", "cwd", o.workspace, "workspace_root", o.ws.Root, "db_path", o.ws.DBPath, "source", o.ws.Source)
 	if err == nil {
-		o.cfg, err = o.settingsFrom(getenv)
+		o.cfg, err = claim.LoadSettings(o.ws, getenv, &o.overrides)
 	}
 	var store *claim.Store
 	if err == nil {
@@ -293,22 +295,8 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	return c.do(ctx, store, o, out, log)
 }
 
-// settingsFrom layers the settings: defaults, .beads/config.yaml,
-// $BD_CLAIM_*, then the flags given.
-func (o *options) settingsFrom(getenv func(string) string) (claim.Settings, error) {
-	cfg, err := claim.LoadSettings(o.ws, getenv)
-	if err != nil {
-		return cfg, err
-	}
-	for _, h := range claim.SettingsHelp() {
-		if v, ok := o.settings[h.Name]; ok && o.fs.Changed(h.Name) {
-			_ = cfg.Set(h.Name, *v, "--"+h.Name) // validate checked it already
-		}
-	}
-	return cfg, cfg.Check()
-}
-
-// validate checks what pflag cannot: values, combinations, the agent name.
+// validate checks what pflag cannot: values and combinations of the flags,
+// then the command's request (c.check, which calls the library's Validate).
 func (o *options) validate(c *command) error {
 	fs := o.fs
 	if fs.NArg() > 0 {
@@ -323,17 +311,14 @@ func (o *options) validate(c *command) error {
 	if _, ok := logLevels[o.logLevel]; !ok {
 		return claim.Errorf(claim.EInvalid, "unknown --log-level %q: use debug, info, warn or error", o.logLevel)
 	}
-	// Settings flags are checked here too, before any database is opened.
-	var probe claim.Settings
-	for name, v := range o.settings {
-		if fs.Changed(name) {
-			if err := probe.Set(name, *v, "--"+name); err != nil {
+	// Settings flags are parsed once, here, before any database is opened;
+	// LoadSettings applies them over the workspace's settings.
+	for _, h := range claim.SettingsHelp() {
+		if v, ok := o.settings[h.Name]; ok && fs.Changed(h.Name) {
+			if err := o.overrides.Set(h.Name, *v, "--"+h.Name); err != nil {
 				return err
 			}
 		}
-	}
-	if err := claim.ValidateAgent(o.req.Agent); err != nil {
-		return err
 	}
 	return c.check(o)
 }

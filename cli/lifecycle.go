@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -25,12 +24,9 @@ type reset struct {
 	LabelRemoved bool `json:"label_removed"`
 }
 
-func needID(o *options) error {
-	if strings.TrimSpace(o.req.ID) == "" {
-		return claim.Errorf(claim.EInvalid, "--id ISSUE is required")
-	}
-	return nil
-}
+// agentCheck is the check of the commands whose request is the agent
+// alone.
+func agentCheck(o *options) error { return claim.ValidateAgent(o.req.Agent) }
 
 var releaseCommand = &command{
 	name:  "release",
@@ -46,9 +42,12 @@ var releaseCommand = &command{
 		fs.BoolVar(&o.failed, "failed", false, "the attempt failed: counts towards backoff and abandonment")
 		settingFlags(fs, o, policyNames...)
 	},
-	check: needID,
+	check: func(o *options) error {
+		o.release = claim.ReleaseRequest{Agent: o.req.Agent, ID: o.req.ID, ClaimID: o.req.ClaimID, Reason: o.reason, Failed: o.failed}
+		return o.release.Validate()
+	},
 	do: func(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
-		rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: o.req.Agent, ID: o.req.ID, ClaimID: o.req.ClaimID, Reason: o.reason, Failed: o.failed})
+		rel, err := s.Release(ctx, o.release)
 		if err != nil {
 			log.Error("issue_release_error", "agent", o.req.Agent, "issue_id", o.req.ID, errAttr(err), o.elapsed())
 			return out.fail(exitCode(err), err)
@@ -86,21 +85,17 @@ var heartbeatCommand = &command{
 		fs.StringVar(&o.lease, "lease", "", "the new lease, from now (default or 0: the claim's lease length)")
 	},
 	check: func(o *options) error {
-		if err := needID(o); err != nil {
-			return err
+		o.heartbeat = claim.HeartbeatRequest{Agent: o.req.Agent, ID: o.req.ID, ClaimID: o.req.ClaimID}
+		if o.lease != "" { // the lease setting's rule, not its value: a heartbeat keeps the claim's length
+			if err := o.overrides.Set("lease", o.lease, "--lease"); err != nil {
+				return err
+			}
+			o.heartbeat.Lease = o.overrides.Given().Lease
 		}
-		if o.lease == "" {
-			return nil
-		}
-		var err error
-		o.req.Lease, err = claim.ParseDuration("lease", o.lease, claim.MaxLease)
-		if err == nil && o.req.Lease != 0 && o.req.Lease < time.Second {
-			err = claim.Errorf(claim.EInvalid, "--lease: %s is shorter than 1s", o.lease)
-		}
-		return err
+		return o.heartbeat.Validate()
 	},
 	do: func(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
-		res, err := s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: o.req.Agent, ID: o.req.ID, ClaimID: o.req.ClaimID, Lease: o.req.Lease})
+		res, err := s.Heartbeat(ctx, o.heartbeat)
 		if err != nil {
 			log.Error("issue_heartbeat_error", "agent", o.req.Agent, "issue_id", o.req.ID, errAttr(err), o.elapsed())
 			return out.fail(exitCode(err), err)
@@ -125,9 +120,12 @@ var resetCommand = &command{
 		fs.StringVar(&o.req.ID, "id", "", "the issue (required)")
 		settingFlags(fs, o, policyNames...)
 	},
-	check: needID,
+	check: func(o *options) error {
+		o.reset = claim.ResetRequest{Actor: o.req.Agent, ID: o.req.ID}
+		return o.reset.Validate()
+	},
 	do: func(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
-		r, err := s.Reset(ctx, o.req.Agent, o.req.ID)
+		r, err := s.Reset(ctx, o.reset)
 		if err != nil {
 			log.Error("issue_reset_error", "agent", o.req.Agent, "issue_id", o.req.ID, errAttr(err), o.elapsed())
 			return out.fail(exitCode(err), err)
@@ -155,7 +153,7 @@ var reapCommand = &command{
 	flags: func(fs *pflag.FlagSet, o *options) {
 		fs.BoolVar(&o.req.DryRun, "dry-run", false, "list the expired claims; change nothing")
 	},
-	check: func(*options) error { return nil },
+	check: agentCheck,
 	do: func(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
 		reaped, err := s.Reap(ctx, o.req.Agent, o.req.DryRun)
 		if err != nil {

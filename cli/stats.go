@@ -24,7 +24,7 @@ var statsCommand = &command{
 	flags: func(fs *pflag.FlagSet, o *options) {
 		settingFlags(fs, o, policyNames...)
 	},
-	check: func(*options) error { return nil },
+	check: agentCheck,
 	do: func(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
 		st, err := s.Stats(ctx)
 		if err != nil {

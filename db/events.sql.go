@@ -10,64 +10,6 @@ import (
 	"database/sql"
 )
 
-const eventAttempts = `-- name: EventAttempts :one
-SELECT count(*) AS failures,
-       CAST(COALESCE(max(f.created_at), '') AS TEXT) AS last_failure_at
-FROM events f
-WHERE f.issue_id = ?1
-  AND f.event_type = 'status_changed'
-  AND f.comment LIKE 'bd-claim failed:%'
-  AND f.id > COALESCE((
-      SELECT max(r.id) FROM events r
-      WHERE r.issue_id = ?1 AND r.event_type = 'commented'
-        AND r.comment LIKE 'bd-claim reset:%'), 0)
-`
-
-type EventAttemptsRow struct {
-	Failures      int64
-	LastFailureAt string
-}
-
-// EventAttempts counts an issue's failed attempts since its last reset and
-// returns the time of the latest (idx_events_issue_type: the cost depends on
-// the issue's own events, not on the size of the table).
-func (q *Queries) EventAttempts(ctx context.Context, db DBTX, issueID string) (EventAttemptsRow, error) {
-	row := db.QueryRowContext(ctx, eventAttempts, issueID)
-	var i EventAttemptsRow
-	err := row.Scan(&i.Failures, &i.LastFailureAt)
-	return i, err
-}
-
-const eventClaimCurrent = `-- name: EventClaimCurrent :one
-SELECT id, actor, CAST(COALESCE(comment, '') AS TEXT) AS comment, CAST(created_at AS TEXT) AS created_at
-FROM events
-WHERE issue_id = ?1 AND event_type IN ('claimed', 'status_changed')
-ORDER BY id DESC
-LIMIT 1
-`
-
-type EventClaimCurrentRow struct {
-	ID        int64
-	Actor     string
-	Comment   string
-	CreatedAt string
-}
-
-// EventClaimCurrent is the claim event of an issue's current holder: its
-// latest claimed or status_changed event (idx_events_issue_type). Its id is
-// the claim's fencing token (claim_id); its comment carries the lease.
-func (q *Queries) EventClaimCurrent(ctx context.Context, db DBTX, issueID string) (EventClaimCurrentRow, error) {
-	row := db.QueryRowContext(ctx, eventClaimCurrent, issueID)
-	var i EventClaimCurrentRow
-	err := row.Scan(
-		&i.ID,
-		&i.Actor,
-		&i.Comment,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
 const eventCommentSet = `-- name: EventCommentSet :execrows
 UPDATE events
 SET comment = ?1
@@ -93,12 +35,19 @@ const eventCountsSince = `-- name: EventCountsSince :one
 SELECT
     CAST(COALESCE(sum(CASE WHEN event_type IN ('claimed', 'status_changed')
         AND new_value LIKE '%"status":"in_progress"%' THEN 1 ELSE 0 END), 0) AS INTEGER) AS claims,
-    CAST(COALESCE(sum(CASE WHEN comment LIKE 'bd-claim released:%' THEN 1 ELSE 0 END), 0) AS INTEGER) AS releases,
-    CAST(COALESCE(sum(CASE WHEN comment LIKE 'bd-claim failed:%' THEN 1 ELSE 0 END), 0) AS INTEGER) AS failures,
-    CAST(COALESCE(sum(CASE WHEN comment LIKE 'bd-claim expired:%' THEN 1 ELSE 0 END), 0) AS INTEGER) AS reclaims
+    CAST(COALESCE(sum(CASE WHEN comment LIKE CAST(?1 AS TEXT) THEN 1 ELSE 0 END), 0) AS INTEGER) AS releases,
+    CAST(COALESCE(sum(CASE WHEN comment LIKE CAST(?2 AS TEXT) THEN 1 ELSE 0 END), 0) AS INTEGER) AS failures,
+    CAST(COALESCE(sum(CASE WHEN comment LIKE CAST(?3 AS TEXT) THEN 1 ELSE 0 END), 0) AS INTEGER) AS reclaims
 FROM events
-WHERE created_at >= ?1
+WHERE created_at >= ?4
 `
+
+type EventCountsSinceParams struct {
+	Released string
+	Failed   string
+	Expired  string
+	Since    string
+}
 
 type EventCountsSinceRow struct {
 	Claims   int64
@@ -109,9 +58,15 @@ type EventCountsSinceRow struct {
 
 // EventCountsSince counts the claims, releases, failures and reclaims
 // (expired leases taken over or reaped) recorded since a time
-// (idx_events_created_at).
-func (q *Queries) EventCountsSince(ctx context.Context, db DBTX, since string) (EventCountsSinceRow, error) {
-	row := db.QueryRowContext(ctx, eventCountsSince, since)
+// (idx_events_created_at). The comment patterns of bd-claim's protocol
+// are bound from claim/protocol.go, the one place that spells them.
+func (q *Queries) EventCountsSince(ctx context.Context, db DBTX, arg EventCountsSinceParams) (EventCountsSinceRow, error) {
+	row := db.QueryRowContext(ctx, eventCountsSince,
+		arg.Released,
+		arg.Failed,
+		arg.Expired,
+		arg.Since,
+	)
 	var i EventCountsSinceRow
 	err := row.Scan(
 		&i.Claims,

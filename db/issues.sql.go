@@ -10,36 +10,6 @@ import (
 	"database/sql"
 )
 
-const issueHeld = `-- name: IssueHeld :one
-SELECT CAST(COALESCE(json_group_array(json_object(
-    'id', id, 'assignee', assignee, 'claim_id', claim_id,
-    'claim_actor', claim_actor, 'claim_comment', claim_comment, 'claimed_at', claimed_at)), '[]') AS TEXT) AS held
-FROM (
-    SELECT i.id,
-           COALESCE(i.assignee, '') AS assignee,
-           COALESCE(e.id, 0) AS claim_id,
-           COALESCE(e.actor, '') AS claim_actor,
-           COALESCE(e.comment, '') AS claim_comment,
-           COALESCE(CAST(e.created_at AS TEXT), '') AS claimed_at
-    FROM issues i
-    LEFT JOIN events e ON e.id = (
-        SELECT max(c.id) FROM events c
-        WHERE c.issue_id = i.id AND c.event_type IN ('claimed', 'status_changed'))
-    WHERE i.status = 'in_progress'
-    ORDER BY 2, 1
-)
-`
-
-// IssueHeld lists every in_progress issue with its current claim event
-// (the latest claimed or status_changed event; claim_id 0 when there is
-// none) as one JSON array of objects, ordered by assignee and id.
-func (q *Queries) IssueHeld(ctx context.Context, db DBTX) (string, error) {
-	row := db.QueryRowContext(ctx, issueHeld)
-	var held string
-	err := row.Scan(&held)
-	return held, err
-}
-
 const issueHeldCount = `-- name: IssueHeldCount :one
 SELECT count(*) FROM issues
 WHERE assignee = CAST(?1 AS TEXT) AND status = 'in_progress'
@@ -106,25 +76,6 @@ func (q *Queries) IssueLabels(ctx context.Context, db DBTX, issueID string) (str
 	var labels string
 	err := row.Scan(&labels)
 	return labels, err
-}
-
-const issueState = `-- name: IssueState :one
-SELECT status, CAST(COALESCE(assignee, '') AS TEXT) AS assignee
-FROM issues
-WHERE id = ?1
-`
-
-type IssueStateRow struct {
-	Status   string
-	Assignee string
-}
-
-// IssueState reads what a refusal reports: status and holder.
-func (q *Queries) IssueState(ctx context.Context, db DBTX, id string) (IssueStateRow, error) {
-	row := db.QueryRowContext(ctx, issueState, id)
-	var i IssueStateRow
-	err := row.Scan(&i.Status, &i.Assignee)
-	return i, err
 }
 
 const issueTouch = `-- name: IssueTouch :execrows

@@ -83,16 +83,28 @@ func Tx(ctx context.Context, conn *sql.DB, r Retry, fn func(*sql.Tx) error) erro
 	}
 }
 
-func tx(ctx context.Context, conn *sql.DB, fn func(*sql.Tx) error) error {
+// tx is one try: begin, fn, commit. Begin and commit errors say which they
+// were (the driver's error stays wrapped, for Code); an error from fn, or a
+// panic, rolls back.
+func tx(ctx context.Context, conn *sql.DB, fn func(*sql.Tx) error) (err error) {
 	t, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("begin: %w", err)
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = t.Rollback()
+			panic(p)
+		}
+	}()
 	if err := fn(t); err != nil {
 		_ = t.Rollback()
 		return err
 	}
-	return t.Commit()
+	if err := t.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // Create makes a new, empty Beads database at path from the vendored schema

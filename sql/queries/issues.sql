@@ -19,12 +19,6 @@ UPDATE issues
 SET updated_at = @updated_at
 WHERE id = @id;
 
--- name: IssueState :one
--- IssueState reads what a refusal reports: status and holder.
-SELECT status, CAST(COALESCE(assignee, '') AS TEXT) AS assignee
-FROM issues
-WHERE id = @id;
-
 -- name: IssueLabels :one
 -- IssueLabels returns the labels of one issue as a JSON array, sorted.
 SELECT CAST(COALESCE(json_group_array(label), '[]') AS TEXT) AS labels
@@ -35,25 +29,3 @@ FROM (SELECT label FROM labels WHERE issue_id = @issue_id ORDER BY label);
 -- (idx_issues_assignee).
 SELECT count(*) FROM issues
 WHERE assignee = CAST(@agent AS TEXT) AND status = 'in_progress';
-
--- name: IssueHeld :one
--- IssueHeld lists every in_progress issue with its current claim event
--- (the latest claimed or status_changed event; claim_id 0 when there is
--- none) as one JSON array of objects, ordered by assignee and id.
-SELECT CAST(COALESCE(json_group_array(json_object(
-    'id', id, 'assignee', assignee, 'claim_id', claim_id,
-    'claim_actor', claim_actor, 'claim_comment', claim_comment, 'claimed_at', claimed_at)), '[]') AS TEXT) AS held
-FROM (
-    SELECT i.id,
-           COALESCE(i.assignee, '') AS assignee,
-           COALESCE(e.id, 0) AS claim_id,
-           COALESCE(e.actor, '') AS claim_actor,
-           COALESCE(e.comment, '') AS claim_comment,
-           COALESCE(CAST(e.created_at AS TEXT), '') AS claimed_at
-    FROM issues i
-    LEFT JOIN events e ON e.id = (
-        SELECT max(c.id) FROM events c
-        WHERE c.issue_id = i.id AND c.event_type IN ('claimed', 'status_changed'))
-    WHERE i.status = 'in_progress'
-    ORDER BY 2, 1
-);

@@ -1,4 +1,4 @@
-package claim_test
+package claim
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"gotest.tools/v3/assert"
 
-	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
@@ -53,7 +52,7 @@ func TestClaimQueryPlanUsesIndexes(t *testing.T) {
 	}
 	demo := func(analyze bool) func(t *testing.T) string {
 		return func(t *testing.T) string {
-			d, err := claim.CreateDemo(ctx, t.TempDir(), 2000, 1)
+			d, err := CreateDemo(ctx, t.TempDir(), 2000, 1)
 			assert.NilError(t, err)
 			if analyze {
 				_, err := claimtest.Open(t, d.Workspace.DBPath).Exec("ANALYZE")
@@ -65,7 +64,7 @@ func TestClaimQueryPlanUsesIndexes(t *testing.T) {
 	workspaces["demo-2000"] = demo(false)
 	workspaces["demo-2000-analyzed"] = demo(true)
 
-	filters := map[string]claim.Filters{
+	filters := map[string]Filters{
 		"default":       {},
 		"one label":     {IncludeLabels: []string{"backend"}},
 		"three labels":  {IncludeLabels: []string{"backend", "infra", "urgent"}},
@@ -74,14 +73,14 @@ func TestClaimQueryPlanUsesIndexes(t *testing.T) {
 	for name, build := range workspaces {
 		t.Run(name, func(t *testing.T) {
 			path := build(t)
-			conn := claimtest.Open(t, path)
-			feat, err := claim.DetectFeatures(ctx, conn)
+			s, err := Open(ctx, Workspace{DBPath: path}, Options{})
 			assert.NilError(t, err)
+			defer s.Close()
 			for fname, f := range filters {
 				t.Run(fname, func(t *testing.T) {
 					assert.NilError(t, f.Validate())
-					spec := claim.NewReadySpecification(feat, "plan-agent", f, claim.DefaultPolicy, time.Now())
-					query, args := spec.CandidateSQL() // what Store.Claim runs
+					spec := newReadySpec(s.flavor, "plan-agent", f, DefaultPolicy, time.Now())
+					query, args := spec.next().MustSql() // what Store.Claim runs
 					plan := planDetails(t, path, query, args)
 					t.Logf("query: %s\nplan:\n  %s", query, strings.Join(plan, "\n  "))
 					searched := false

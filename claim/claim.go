@@ -1,0 +1,273 @@
+package claim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"context"
+)
+
+// Result is the outcome of a claim. Issue is nil when nothing was
+// claimable; Reason then says why when it is more than "no ready issue".
+type Result struct {
+	Issue    *Issue
+	ClaimID  int64   // the claim's fencing token: the id of its claim event (0 on a dry run)
+	Lease    *Lease  // nil without a lease
+	TookOver *Holder // the holder whose expired lease this claim took over
+	Reason   string
+}
+
+// Holder is an agent holding an issue under one claim.
+type Holder struct {
+	Agent      string     `json:"agent"`
+	ClaimID    int64      `json:"claim_id"`
+	LeaseUntil *time.Time `json:"lease_expires_at,omitempty"`
+}
+
+// Claim claims one issue for req.Agent, or with req.DryRun only finds it.
+// A nil Result.Issue with a nil error means no issue is available. The row
+// update, its event and its dirty mark are written in one BEGIN IMMEDIATE
+// transaction, so they land together or not at all.
+func (s *Store) Claim(ctx context.Context, req Request) (Result, error) {
+	if err := req.Validate(); err != nil {
+		return Result{}, err
+	}
+	if req.Wait > 0 {
+		return s.wait(ctx, req)
+	}
+	return s.claimOnce(ctx, req)
+}
+
+// claimOnce makes one attempt: a read for a dry run, else one write
+// transaction.
+func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
+	var res Result
+	if req.DryRun {
+		err := s.look(ctx, "find a ready issue", func(t *txn) error {
+			c, err := t.choose(req, nil)
+			res = c.result()
+			return err
+		})
+		return res, err
+	}
+	err := s.write(ctx, "claim an issue", func(t *txn) error {
+		q := t.queues.of(req)
+		c, err := t.choose(req, q)
+		if err != nil || c.r == nil {
+			res = c.result()
+			return err
+		}
+		res, err = t.take(c, req)
+		t.committed = append(t.committed, func() { q.taken(c.r.ID) })
+		return err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// choice is what a claim would take, found by choose: the issue, and
+// whether the agent holds it already or it is taken over from an expired
+// lease; or, with no issue, why not.
+type choice struct {
+	r        *row
+	held     *claimEvent // the agent holds r under this claim already (an --id re-claim)
+	tookOver *Holder     // the holder whose expired lease the claim ends
+	reason   string
+}
+
+// result is the choice as a dry run reports it.
+func (c choice) result() Result {
+	if c.r == nil {
+		return Result{Reason: c.reason}
+	}
+	res := Result{Issue: &c.r.Issue, TookOver: c.tookOver}
+	if c.held != nil {
+		res.ClaimID, res.Lease = c.held.ID, c.held.lease()
+	}
+	return res
+}
+
+// choose finds the issue req would claim, and reads it: the first
+// candidate of the readySpec (from the remembered order q, when
+// there is one), or the issue req.ID when the specification admits it. An
+// --id the specification refuses is explained. It writes nothing.
+func (t *txn) choose(req Request, q *queue) (choice, error) {
+	spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now)
+	var c claimEvent // of issue req.ID
+	if req.ID != "" {
+		var err error
+		if c, err = t.issue(req.ID); err != nil {
+			return choice{}, err
+		}
+		if c.Status == "in_progress" && c.Holder == req.Agent {
+			return t.rechoose(req, c)
+		}
+		if req.ClaimID != 0 {
+			return choice{}, notHeld(req.Agent, req.ClaimID, c)
+		}
+	}
+	if req.MaxHeld > 0 {
+		held, err := t.q.IssueHeldCount(t.ctx, t.conn, req.Agent)
+		if err != nil {
+			return choice{}, err
+		}
+		if why := atCapacity(req.Agent, held, req.MaxHeld); why != "" {
+			if req.ID != "" {
+				return choice{}, Errorf(ENotClaimable, "issue %s is not claimable (capacity): %s", req.ID, why)
+			}
+			return choice{reason: why}, nil
+		}
+	}
+	var id string
+	var ok bool
+	var err error
+	switch {
+	case req.ID != "":
+		if ok, err = found(t.queryRow(spec.byID(req.ID)).Scan(&id)); err == nil && !ok {
+			return choice{}, t.refuse(spec, req, c)
+		}
+	case q == nil:
+		ok, err = found(t.queryRow(spec.next()).Scan(&id))
+	default:
+		id, ok, err = q.next(t, spec)
+	}
+	if err != nil || !ok {
+		return choice{}, err
+	}
+	r, err := t.read(id)
+	if err != nil {
+		return choice{}, err
+	}
+	ch := choice{r: r}
+	if r.Status == "in_progress" { // an expired lease
+		if c.IssueID != id {
+			if c, err = t.issue(id); err != nil {
+				return choice{}, err
+			}
+		}
+		ch.tookOver = &Holder{Agent: c.Holder, ClaimID: c.ID}
+		if l := c.lease(); l != nil {
+			ch.tookOver.LeaseUntil = &l.Until
+		}
+	}
+	return ch, nil
+}
+
+// rechoose answers an --id claim of an issue the agent holds (under claim
+// c): the same claim again, unless req.ClaimID names an older one.
+func (t *txn) rechoose(req Request, c claimEvent) (choice, error) {
+	if req.ClaimID != 0 && req.ClaimID != c.ID {
+		return choice{}, stale(req.ID, req.Agent, req.ClaimID, c.ID)
+	}
+	r, err := t.read(req.ID)
+	return choice{r: r, held: &c}, err
+}
+
+// take writes the claim c: a takeover ends the expired claim first; an
+// issue the agent holds already is claimed again without a write, its
+// lease renewed when req asks for one.
+func (t *txn) take(c choice, req Request) (Result, error) {
+	res := c.result()
+	if c.held != nil {
+		var err error
+		if req.Lease > 0 {
+			res.Lease, err = t.renew(req.ID, req.Agent, *c.held, req.Lease)
+		}
+		return res, err
+	}
+	if c.tookOver != nil {
+		if err := t.expire(c.r, req.Agent, *c.tookOver, "taken over by "+req.Agent); err != nil {
+			return Result{}, err
+		}
+	}
+	res.Lease = newLease(t.now, req.Lease)
+	var comment string
+	if res.Lease != nil {
+		comment = res.Lease.comment()
+	}
+	var err error
+	res.ClaimID, err = t.transition(c.r, move{actor: req.Agent, status: "in_progress", assignee: req.Agent,
+		event: t.flavor.claimEvent, comment: comment})
+	return res, err
+}
+
+// atCapacity says why agent, holding held in_progress issues, may claim no
+// new issue under a limit of max (0: no limit); "" when it may.
+func atCapacity(agent string, held int64, max int) string {
+	if max <= 0 || held < int64(max) {
+		return ""
+	}
+	return fmt.Sprintf("agent %s already holds %d in_progress issues (max held %d)", agent, held, max)
+}
+
+// stale refuses a claim id that is no longer the holder's: the same agent
+// claimed the issue again since, and that later claim is another holder.
+func stale(id, agent string, claimID, current int64) error {
+	e := Errorf(EAlready, "claim %d no longer holds issue %s: %s holds it under claim %d", claimID, id, agent, current)
+	e.Holder, e.HolderClaimID = agent, current
+	return e
+}
+
+// notHeld refuses an operation of agent (under claimID, when not 0) on an
+// issue, in state c, that it does not hold: ALREADY_CLAIMED naming another
+// holder (and its claim), else NOT_CLAIMABLE.
+func notHeld(agent string, claimID int64, c claimEvent) error {
+	if heldByOther(agent, c) {
+		e := Errorf(EAlready, "issue %s is %s, held by %s", c.IssueID, c.Status, c.Holder)
+		e.Holder = c.Holder
+		if c.Status == "in_progress" {
+			e.HolderClaimID = c.ID
+			if l := c.lease(); l != nil {
+				e.Message += fmt.Sprintf(" under claim %d, leased until %s", c.ID, l.Until.Format(time.RFC3339))
+			}
+		}
+		return e
+	}
+	if claimID != 0 {
+		return Errorf(ENotClaimable, "claim %d no longer holds issue %s: it is %s and not held by %s", claimID, c.IssueID, c.Status, agent)
+	}
+	return Errorf(ENotClaimable, "issue %s is %s, not held by %s", c.IssueID, c.Status, agent)
+}
+
+// heldByOther is true when someone other than agent holds the issue, or
+// has it assigned while it is open.
+func heldByOther(agent string, c claimEvent) bool {
+	return c.Holder != "" && c.Holder != agent && (c.Status == "in_progress" || c.Status == "open")
+}
+
+// refuse says why issue req.ID, in state c, cannot be claimed: each rule
+// of spec it fails, evaluated by the database.
+func (t *txn) refuse(spec readySpec, req Request, c claimEvent) error {
+	if heldByOther(req.Agent, c) {
+		return notHeld(req.Agent, 0, c)
+	}
+	verdicts := make([]any, len(spec.rules))
+	for i := range verdicts {
+		verdicts[i] = new(int)
+	}
+	if err := t.queryRow(spec.verdicts(req.ID)).Scan(verdicts...); err != nil {
+		return err
+	}
+	var why []string
+	for i, r := range spec.rules {
+		if *verdicts[i].(*int) != 0 {
+			continue
+		}
+		switch r.name {
+		case "status":
+			why = append(why, "its status is "+c.Status)
+		case "backoff":
+			a, err := t.attempts(req.ID)
+			if err != nil {
+				return err
+			}
+			why = append(why, fmt.Sprintf("it is in backoff until %s after %d failed attempts", a.RetryAt.Format(time.RFC3339), a.Failures))
+		default:
+			why = append(why, r.reason)
+		}
+	}
+	return Errorf(ENotClaimable, "issue %s is not claimable: %s", req.ID, strings.Join(why, "; "))
+}

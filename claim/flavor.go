@@ -1,0 +1,248 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	sq "github.com/Masterminds/squirrel"
+
+	"github.com/bdclaim/bd-claim/db"
+)
+
+// flavor is everything about a workspace that depends on who wrote it,
+// decided once when the workspace is opened: the columns a claim reads, the
+// exclusions of `bd ready`, the content hash formula, the event payload and
+// type, and how times are written. The claim transaction, the rules and the
+// lifecycle ask the flavor and never look at a version themselves, so a new
+// writer of Beads databases is a new flavor (with its vendored schema and
+// fixtures), not an edit of the transaction.
+//
+// Today one family of writers exists: bd v0.27 to v0.50 on SQLite
+// (sqliteFlavor), whose choices depend on the bd version and the columns.
+type flavor struct {
+	version    Version
+	columns    map[string]bool // the columns of issues
+	readCols   []string        // the issues columns a claim reads: those the hash and the payload use
+	hash       []hashField     // bd's ComputeContentHash, field by field
+	payload    []jsonField     // events.old_value: types.Issue as bd's GetIssue fills it
+	claimEvent string          // the event type of a claim
+
+	// bd ready's exclusions.
+	pinned, ephemeral, template, deferred bool
+	excludedTypes                         []string // types bd ready never lists (unless --type asks)
+	idPatterns                            []string // ids containing one of them are never ready
+}
+
+// Oldest and newest bd releases whose SQLite workspaces bd-claim writes.
+var (
+	minVersion = Version{0, 27, 0}
+	maxVersion = Version{0, 50, 99}
+)
+
+// requiredColumns are the columns a claim reads or writes, per table.
+var requiredColumns = []struct {
+	table string
+	cols  []string
+}{
+	{"issues", []string{"id", "content_hash", "title", "description", "design", "acceptance_criteria", "notes",
+		"status", "priority", "issue_type", "assignee", "created_at", "updated_at", "external_ref"}},
+	{"labels", []string{"issue_id", "label"}},
+	{"dependencies", []string{"issue_id", "depends_on_id", "type"}},
+	{"blocked_issues_cache", []string{"issue_id"}},
+	{"events", []string{"id", "issue_id", "event_type", "actor", "old_value", "new_value", "comment", "created_at"}},
+	{"comments", []string{"issue_id", "author", "text", "created_at"}},
+	{"dirty_issues", []string{"issue_id", "marked_at"}},
+	{"metadata", []string{"key", "value"}},
+	{"config", []string{"key", "value"}},
+}
+
+// detectFlavor checks that conn is a Beads SQLite database bd-claim can
+// write faithfully and returns its flavor, in two queries. Extra unknown
+// columns are fine; a missing one is SCHEMA_INCOMPATIBLE.
+func detectFlavor(ctx context.Context, conn db.DBTX) (flavor, error) {
+	q := db.New()
+	list, err := q.SchemaColumns(ctx, conn)
+	if err != nil {
+		return flavor{}, classify(err, "read the schema")
+	}
+	tables := map[string]map[string]bool{}
+	for _, tc := range strings.Split(list, ",") {
+		table, col, _ := strings.Cut(tc, ".")
+		if tables[table] == nil {
+			tables[table] = map[string]bool{}
+		}
+		tables[table][col] = true
+	}
+	for _, rc := range requiredColumns {
+		cols := tables[rc.table]
+		if len(cols) == 0 {
+			return flavor{}, Errorf(ESchema, "there is no %s table: not a Beads SQLite database", rc.table)
+		}
+		for _, c := range rc.cols {
+			if !cols[c] {
+				return flavor{}, Errorf(ESchema, "table %s has no column %s: not a Beads SQLite database bd-claim knows", rc.table, c)
+			}
+		}
+	}
+	if tables["blocked_issues_cache"]["blocked_by"] {
+		return flavor{}, Errorf(ESchema, "this database was last written by beads_rust (br), whose blocked_issues_cache differs from bd's; open it with bd first")
+	}
+	set, err := q.SchemaSettings(ctx, conn)
+	if err != nil {
+		return flavor{}, classify(err, "read bd's metadata")
+	}
+	v, ok := ParseVersion(set.BdVersion)
+	if !ok {
+		return flavor{}, Errorf(ESchema, "metadata.bd_version is %q: bd-claim needs the bd version that wrote the database (run any bd command on it once)", set.BdVersion)
+	}
+	if !v.AtLeast(minVersion[0], minVersion[1], minVersion[2]) || v.AtLeast(maxVersion[0], maxVersion[1]+1, 0) {
+		return flavor{}, Errorf(ESchema, "bd %s wrote this database; bd-claim supports SQLite workspaces of bd %s to %d.%d.x", v, minVersion, maxVersion[0], maxVersion[1])
+	}
+	return sqliteFlavor(v, tables["issues"], set.ExcludeIDPatterns), nil
+}
+
+// sqliteFlavor is the flavor of a SQLite workspace last written by bd v,
+// whose issues table has columns, with bd ready's configured id exclusions.
+func sqliteFlavor(v Version, columns map[string]bool, idPatterns string) flavor {
+	f := flavor{
+		version: v, columns: columns,
+		hash: modernHash, payload: modernJSON, claimEvent: "status_changed",
+		pinned:    columns["pinned"] && v.AtLeast(0, 30, 7),
+		ephemeral: columns["ephemeral"] && v.AtLeast(0, 38, 0),
+		template:  columns["is_template"],
+		deferred:  columns["defer_until"] && v.AtLeast(0, 43, 0),
+	}
+	if !v.AtLeast(0, 30, 7) { // bd up to v0.30.6 hashes nine fields and a raw external_ref
+		f.hash, f.payload = legacyHash, legacyJSON
+	}
+	if v.AtLeast(0, 49, 4) {
+		f.claimEvent = "claimed"
+	}
+	f.excludedTypes = excludedTypes(v)
+	f.idPatterns = excludeIDPatterns(v, idPatterns)
+	f.readCols = []string{"content_hash"}
+	for _, p := range f.payload {
+		if p.col != "" && columns[p.col] {
+			f.readCols = append(f.readCols, p.col)
+		}
+	}
+	return f
+}
+
+// excludedTypes lists the issue types bd ready never lists at version v.
+func excludedTypes(v Version) []string {
+	switch {
+	case v.AtLeast(0, 48, 0):
+		return []string{"merge-request", "gate", "molecule", "message", "agent", "role", "rig"}
+	case v.AtLeast(0, 42, 0):
+		return []string{"merge-request", "gate", "molecule", "message", "agent"}
+	case v.AtLeast(0, 36, 0):
+		return []string{"merge-request", "gate", "molecule", "message"}
+	}
+	return nil
+}
+
+// excludeIDPatterns is bd ready's id filter: none before v0.47.2, then the
+// configured comma-separated list, or the version's default.
+func excludeIDPatterns(v Version, configured string) []string {
+	if !v.AtLeast(0, 47, 2) {
+		return nil
+	}
+	var out []string
+	for _, p := range strings.Split(configured, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	switch {
+	case len(out) > 0:
+		return out
+	case v.AtLeast(0, 49, 0):
+		return []string{"-mol-", "-wisp-"}
+	default:
+		return []string{"-wisp-"}
+	}
+}
+
+// readyRules are the exclusions of `bd ready` for this flavor, as of now.
+// With a type filter, bd ready lists the types it otherwise excludes.
+func (f flavor) readyRules(now string, typeFilter bool) []rule {
+	var rules []rule
+	if f.pinned {
+		rules = append(rules, rule{"pinned", "it is pinned", sq.Expr("i.pinned = 0")})
+	}
+	if f.ephemeral {
+		rules = append(rules, rule{"ephemeral", "it is ephemeral (a wisp)", sq.Expr("(i.ephemeral = 0 OR i.ephemeral IS NULL)")})
+	}
+	if f.template {
+		rules = append(rules, rule{"template", "it is a template", sq.Expr("(i.is_template = 0 OR i.is_template IS NULL)")})
+	}
+	if len(f.excludedTypes) > 0 && !typeFilter {
+		rules = append(rules, rule{"excluded_type", "its type (" + strings.Join(f.excludedTypes, ", ") + ") is never ready", sq.NotEq{"i.issue_type": f.excludedTypes}})
+	}
+	if f.deferred {
+		rules = append(rules, rule{"deferred", "it is deferred (defer_until is in the future)",
+			sq.Expr("(i.defer_until IS NULL OR datetime(i.defer_until) <= datetime(?))", now)})
+	}
+	for _, p := range f.idPatterns {
+		rules = append(rules, rule{"id_pattern:" + p, fmt.Sprintf("its id matches the excluded pattern %q (ready.exclude_id_patterns)", p),
+			sq.Expr("i.id NOT LIKE ?", "%"+p+"%")})
+	}
+	return rules
+}
+
+// order is the ORDER BY clause (and its arguments) of a sort policy, as of
+// now (SQLite's datetime form).
+func (f flavor) order(s Sort, now string) (string, []any) {
+	switch s {
+	case SortOldest:
+		return "i.created_at ASC, i.id ASC", nil
+	case SortHybrid:
+		// bd's hybrid policy, with bd's datetime('now') bound to our clock.
+		return `CASE WHEN datetime(i.created_at) >= datetime(?, '-48 hours') THEN 0 ELSE 1 END ASC,
+	CASE WHEN datetime(i.created_at) >= datetime(?, '-48 hours') THEN i.priority ELSE NULL END ASC,
+	CASE WHEN datetime(i.created_at) < datetime(?, '-48 hours') THEN i.created_at ELSE NULL END ASC,
+	i.created_at ASC, i.id ASC`, []any{now, now, now}
+	default:
+		return "i.priority ASC, i.created_at ASC, i.id ASC", nil
+	}
+}
+
+// Version is a bd release, major.minor.patch.
+type Version [3]int
+
+// ParseVersion reads "0.49.6" (a leading v and a suffix after - or space are ignored).
+func ParseVersion(s string) (Version, bool) {
+	var v Version
+	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
+	if i := strings.IndexAny(s, "- +"); i >= 0 {
+		s = s[:i]
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 {
+		return v, false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return v, false
+		}
+		v[i] = n
+	}
+	return v, true
+}
+
+// AtLeast reports whether v >= major.minor.patch.
+func (v Version) AtLeast(major, minor, patch int) bool {
+	w := Version{major, minor, patch}
+	for i := range v {
+		if v[i] != w[i] {
+			return v[i] > w[i]
+		}
+	}
+	return true
+}
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v[0], v[1], v[2]) }

@@ -1,0 +1,129 @@
+package claim
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+)
+
+// Policy is the workspace-wide failure policy: how long an issue waits
+// after a failed attempt, and when it is abandoned. Every agent of a
+// workspace should run with the same policy (put it in .beads/config.yaml).
+//
+// The policy is evaluated by the database only, from the SQL built in this
+// file: claim-next's decision, an --id refusal, a release's retry_at and
+// stats' backoff list all come from the same expressions, so they agree.
+type Policy struct {
+	BackoffInitial    time.Duration // wait after the first failed attempt; 0 turns backoff off
+	BackoffMultiplier float64       // growth per further failure
+	BackoffMax        time.Duration // cap of the wait
+	MaxFailures       int           // failed attempts before the issue is abandoned; 0 = never
+	AbandonedLabel    string        // the label an abandoned issue gets
+}
+
+// DefaultPolicy is seed 004's policy: 1m, doubling, at most 1h, abandoned
+// after 5 failures, labelled claim:abandoned.
+var DefaultPolicy = Policy{
+	BackoffInitial: time.Minute, BackoffMultiplier: 2, BackoffMax: time.Hour,
+	MaxFailures: 5, AbandonedLabel: "claim:abandoned",
+}
+
+// retryAt is the one backoff formula: when the backoff after n failed
+// attempts (since the last reset), the latest at last, ends, in unix
+// seconds: initial × multiplier^(n-1), capped at BackoffMax.
+func (p Policy) retryAt(n, last string) sq.Sqlizer {
+	return sq.Expr("(unixepoch("+last+") + min(?, ? * pow(?, "+n+" - 1)))",
+		p.BackoffMax.Seconds(), p.BackoffInitial.Seconds(), p.BackoffMultiplier)
+}
+
+// exhausted is true when n failed attempts abandon an issue.
+func (p Policy) exhausted(n string) sq.Sqlizer {
+	if p.MaxFailures <= 0 {
+		return sq.Expr("0")
+	}
+	return sq.Expr("("+n+" >= ?)", p.MaxFailures)
+}
+
+// labelled is true when issue i carries the abandoned label.
+func (p Policy) labelled() sq.Sqlizer {
+	return sq.Expr("EXISTS (SELECT 1 FROM labels l WHERE l.issue_id = i.id AND l.label = ?)", p.AbandonedLabel)
+}
+
+// rules are the policy's exclusions: an issue waits out its backoff after
+// a failed attempt, and an abandoned one (max-failures reached, or carrying
+// the abandoned label) waits for a reset. Both are checked last by
+// claim-next (see readySpec.next).
+func (p Policy) rules(now time.Time) []rule {
+	var rules []rule
+	if p.BackoffInitial > 0 {
+		rules = append(rules, rule{"backoff", "it is in backoff after a failed attempt", sq.Expr(
+			"(NOT EXISTS (?) OR NOT EXISTS (SELECT 1 FROM (?) WHERE n > 0 AND ? > ?))",
+			anyFailure(), failures(), p.retryAt("n", "last"), unixSeconds(now))})
+	}
+	abandoned := sq.Expr("NOT ?", p.labelled())
+	reason := "it is abandoned: it has the label " + p.AbandonedLabel + " (bd-claim reset clears it)"
+	if p.MaxFailures > 0 {
+		abandoned = sq.Expr("(NOT ? AND (NOT EXISTS (?) OR NOT (SELECT ? FROM (?))))", p.labelled(), anyFailure(), p.exhausted("n"), failures())
+		reason = "it is abandoned: it has the label " + p.AbandonedLabel + " or " + strconv.Itoa(p.MaxFailures) + " failed attempts (bd-claim reset clears them)"
+	}
+	return append(rules, rule{"abandoned", reason, abandoned})
+}
+
+// Attempts is an issue's failure history since its last reset, as the
+// policy judges it.
+type Attempts struct {
+	Failures      int
+	LastFailureAt time.Time // zero without failures
+	RetryAt       time.Time // when the backoff after the latest failure ends
+	InBackoff     bool      // RetryAt is still to come
+	Exhausted     bool      // the failures abandon the issue (max-failures)
+	Labelled      bool      // the issue carries the abandoned label
+}
+
+// attempts selects id, failures, last failure, retry_at (unix seconds),
+// in backoff (at now), exhausted and labelled for the issues i that where
+// selects.
+func (p Policy) attempts(where sq.Sqlizer, now time.Time) sq.SelectBuilder {
+	inner := sq.Select("i.id").
+		Column(sq.Expr("(SELECT n FROM (?)) AS n", failures())).
+		Column(sq.Expr("COALESCE((SELECT last FROM (?)), '') AS last", failures())).
+		Column(sq.Expr("? AS labelled", p.labelled())).
+		From("issues i").Where(where)
+	return sq.Select("id", "n", "last").
+		Column(sq.Expr("COALESCE(?, 0)", p.retryAt("n", "NULLIF(last, '')"))).
+		Column(sq.Expr("COALESCE(? > ?, 0)", p.retryAt("n", "NULLIF(last, '')"), unixSeconds(now))).
+		Column(sq.Expr("?", p.exhausted("n"))).
+		Column("labelled").
+		FromSelect(inner, "a")
+}
+
+// attemptsRow scans one row of attempts.
+type attemptsRow struct {
+	ID    string
+	last  string
+	retry float64
+	Attempts
+}
+
+func (a *attemptsRow) dest() []any {
+	return []any{&a.ID, &a.Failures, &a.last, &a.retry, &a.InBackoff, &a.Exhausted, &a.Labelled}
+}
+
+func (a *attemptsRow) done() Attempts {
+	a.LastFailureAt, _ = time.Parse(sqliteTime, a.last) // '' without failures
+	if a.Failures > 0 {
+		a.RetryAt = fromUnixSeconds(a.retry)
+	}
+	return a.Attempts
+}
+
+// unixSeconds is t as SQL compares it with retryAt.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// fromUnixSeconds reads retryAt's unix seconds back as a UTC time.
+func fromUnixSeconds(s float64) time.Time {
+	sec := math.Floor(s)
+	return time.Unix(int64(sec), int64(math.Round((s-sec)*1e9))).UTC()
+}

@@ -1,0 +1,159 @@
+package claim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+)
+
+// bd-claim keeps all of its state in Beads' own tables, in the comment of
+// the events it writes (bd leaves status_changed and claimed events
+// uncommented). Every such comment starts with "bd-claim ":
+//
+//	bd-claim lease until 2026-11-21T07:05:00Z (5m0s)   claim event with a lease; a heartbeat rewrites it
+//	bd-claim released: REASON                          status_changed in_progress → open
+//	bd-claim failed: REASON                            status_changed in_progress → open; a failed attempt
+//	bd-claim expired: lease of A (claim N) ended ...   status_changed in_progress → open; taken over or reaped
+//	bd-claim reset: ...                                commented; failures before it no longer count
+//
+// This file is the one place that spells the protocol: the prefixes below,
+// and the SQL that reads them (bound as LIKE patterns, never re-spelled).
+const (
+	leasePrefix    = "bd-claim lease until "
+	releasedPrefix = "bd-claim released: "
+	failedPrefix   = "bd-claim failed: "
+	expiredPrefix  = "bd-claim expired: "
+	resetPrefix    = "bd-claim reset: "
+)
+
+// like is the LIKE pattern of comments that start with prefix.
+func like(prefix string) string { return prefix + "%" }
+
+// The time layouts of a SQLite workspace, one per format.
+const (
+	// sqliteTime is CURRENT_TIMESTAMP's and datetime()'s form: how
+	// events.created_at and comments.created_at are written (as bd's
+	// column defaults leave them) and what bd's datetime() comparisons use.
+	sqliteTime = "2006-01-02 15:04:05"
+	// leaseTime is how a lease's end is written: UTC, whole seconds, so
+	// that it compares as text.
+	leaseTime = "2006-01-02T15:04:05Z"
+	// rowTime (time.RFC3339Nano) is how bd writes issues.updated_at and
+	// dirty_issues.marked_at.
+	rowTime = time.RFC3339Nano
+)
+
+// Lease is a claim's lease: the claim may be taken over once Until passes.
+type Lease struct {
+	Until    time.Time     // rounded up to a whole second
+	Duration time.Duration // what a heartbeat without --lease renews it by
+}
+
+func newLease(now time.Time, d time.Duration) *Lease {
+	if d <= 0 {
+		return nil
+	}
+	until := now.Add(d).UTC()
+	if t := until.Truncate(time.Second); t.Before(until) {
+		until = t.Add(time.Second)
+	}
+	return &Lease{Until: until, Duration: d}
+}
+
+func (l *Lease) comment() string {
+	return fmt.Sprintf("%s%s (%s)", leasePrefix, l.Until.Format(leaseTime), l.Duration)
+}
+
+// parseLease reads the lease of a claim event's comment; nil when it has
+// none.
+func parseLease(comment string) *Lease {
+	rest, ok := strings.CutPrefix(comment, leasePrefix)
+	if !ok || len(rest) < len(leaseTime) {
+		return nil
+	}
+	until, err := time.Parse(leaseTime, rest[:len(leaseTime)])
+	if err != nil {
+		return nil
+	}
+	d, _ := time.ParseDuration(strings.Trim(rest[len(leaseTime):], " ()"))
+	return &Lease{Until: until, Duration: d}
+}
+
+// currentClaim is the id of the claim event of the issue aliased i: its
+// latest claimed or status_changed event, found through
+// idx_events_issue_type. That id is the claim's fencing token (claim_id);
+// its comment carries the lease.
+const currentClaim = `(SELECT max(c.id) FROM events c WHERE c.issue_id = i.id AND c.event_type IN ('claimed', 'status_changed'))`
+
+// leaseUntil is the end of the lease of claim event e of issue i, as
+// leaseTime text, or NULL: a claim has a lease only when its claim event
+// was written by the issue's holder with a lease comment. A claim bd made
+// for someone else, or one bd reassigned since, has none.
+func leaseUntil() sq.Sqlizer {
+	return sq.Expr("(CASE WHEN e.actor = i.assignee AND e.comment LIKE ? THEN substr(e.comment, ?, ?) END)",
+		like(leasePrefix), len(leasePrefix)+1, len(leaseTime))
+}
+
+// leaseEnded is true when leaseUntil has passed at now.
+func leaseEnded(now time.Time) sq.Sqlizer {
+	return sq.Expr("? <= ?", leaseUntil(), now.UTC().Format(leaseTime))
+}
+
+// leaseExpired is true for an in_progress issue i whose current claim has
+// a lease that has ended at now: the issue may be taken over.
+func leaseExpired(now time.Time) sq.Sqlizer {
+	return sq.Expr("(i.status = 'in_progress' AND EXISTS (SELECT 1 FROM events e WHERE e.id = "+currentClaim+" AND ?))", leaseEnded(now))
+}
+
+// claims selects issue i with its current claim event e (NULLs when it has
+// none): the id, the holder, the claim's id, actor, comment and time, its
+// lease end (” without a lease) and whether that lease has ended at now.
+// Callers add the WHERE clause. Scan the row with claimEvent.scan.
+func claims(now time.Time) sq.SelectBuilder {
+	return sq.Select("i.id", "COALESCE(i.assignee, '')", "i.status", "COALESCE(e.id, 0)", "COALESCE(e.actor, '')",
+		"COALESCE(e.comment, '')", "COALESCE(CAST(e.created_at AS TEXT), '')").
+		Column(sq.Expr("COALESCE(?, '')", leaseUntil())).
+		Column(sq.Expr("COALESCE(?, 0)", leaseEnded(now))).
+		From("issues i").LeftJoin("events e ON e.id = " + currentClaim)
+}
+
+// claimEvent is an issue with its current claim, as claims selects it.
+type claimEvent struct {
+	IssueID, Holder, Status string
+	ID                      int64 // the claim's fencing token; 0 when the issue has no claim event
+	Actor, Comment, At      string
+	Until                   string // the lease's end as leaseTime, "" without a lease
+	Expired                 bool
+}
+
+func (c *claimEvent) dest() []any {
+	return []any{&c.IssueID, &c.Holder, &c.Status, &c.ID, &c.Actor, &c.Comment, &c.At, &c.Until, &c.Expired}
+}
+
+// lease is the claim's lease, nil without one.
+func (c claimEvent) lease() *Lease {
+	if c.Until == "" {
+		return nil
+	}
+	return parseLease(c.Comment)
+}
+
+// failures counts the failed attempts of issue i since its last reset (n)
+// and gives the time of the latest (last): lookups in
+// idx_events_issue_type, whatever the size of events.
+func failures() sq.Sqlizer {
+	return sq.Expr(`SELECT count(*) AS n, max(f.created_at) AS last FROM events f
+	WHERE f.issue_id = i.id AND f.event_type = 'status_changed' AND f.comment LIKE ?
+	  AND f.id > COALESCE((SELECT max(r.id) FROM events r
+	      WHERE r.issue_id = i.id AND r.event_type = 'commented' AND r.comment LIKE ?), 0)`,
+		like(failedPrefix), like(resetPrefix))
+}
+
+// anyFailure finds any failed attempt of issue i: one range of
+// idx_events_issue_type, which spares the common issue without failures
+// the counting of failures.
+func anyFailure() sq.Sqlizer {
+	return sq.Expr("SELECT 1 FROM events f WHERE f.issue_id = i.id AND f.event_type = 'status_changed' AND f.comment LIKE ?", like(failedPrefix))
+}
