@@ -5,7 +5,9 @@ COVER   := $(CURDIR)/.cover
 # Coverage counts every package linked into the bd-claim binary: claim, cli,
 # db (the sqlc-generated code included) and main.
 COVERPKG = $(shell $(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' . | grep '^$(MODULE)' | paste -sd, -)
-BD_VERSIONS := v0.49.6 v0.47.1
+# The supported real bd releases are the pinned modules tools/bd-vX.Y.Z, newest first.
+BD_VERSIONS := $(shell printf '%s\n' $(patsubst tools/bd-%/go.mod,%,$(wildcard tools/bd-v*/go.mod)) | sort -rV)
+BD_NEWEST   := $(firstword $(BD_VERSIONS))
 
 .PHONY: help demo build test bd verify generate schema clean
 
@@ -18,7 +20,7 @@ demo: ## claim a generated demo workspace with 8 racing agents
 build: ## build ./bd-claim
 	$(GO) build -o bd-claim .
 
-bd: ## build the real bd (v0.49.6, v0.47.1) that the interop tests drive
+bd: ## build the real bd (every tools/bd-v*) that the interop tests drive
 	@for v in $(BD_VERSIONS); do scripts/build-bd.sh $$v >/dev/null || exit 1; done
 
 test: bd ## every test with -race, then the 100% statement coverage gate
@@ -43,10 +45,10 @@ schema: ## re-vendor sql/schema/ from the real bd's `bd init`
 	scripts/schema.sh
 
 .PHONY: bench
-bench: ## build bd-claim, bd v0.49.6 and a hello-world, print the benchmark table (BENCH_FLAGS='-quick', '-write', '-runs N')
+bench: ## build bd-claim, the newest bd and a hello-world, print the benchmark table (BENCH_FLAGS='-quick', '-write', '-runs N')
 	$(GO) build -o .bin/bd-claim .
-	scripts/build-bd.sh v0.49.6 >/dev/null
-	$(GO) run ./scripts/bench -bin .bin/bd-claim -bd .bin/bd-v0.49.6 $(BENCH_FLAGS)
+	scripts/build-bd.sh $(BD_NEWEST) >/dev/null
+	$(GO) run ./scripts/bench -bin .bin/bd-claim -bd .bin/bd-$(BD_NEWEST) $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(COVER) .bin bd-claim

@@ -15,6 +15,7 @@ import (
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 	"github.com/bdclaim/bd-claim/db"
+	beadssql "github.com/bdclaim/bd-claim/sql"
 )
 
 func createDemo(t *testing.T, n int, seed uint64) claim.Demo {
@@ -107,7 +108,7 @@ func TestDemoDrain(t *testing.T) {
 	s, err := claim.Open(context.Background(), demo.Workspace, claim.Options{})
 	assert.NilError(t, err)
 	defer s.Close()
-	assert.Equal(t, s.Version().String(), "0.49.6")
+	assert.Equal(t, s.Version().String(), beadssql.SchemaVersion)
 	var got []string
 	for {
 		iss, err := issueOf(s.Claim(context.Background(), claim.Request{Agent: "drain"}))

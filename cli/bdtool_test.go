@@ -14,11 +14,19 @@ import (
 	"gotest.tools/v3/icmd"
 
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	beadssql "github.com/bdclaim/bd-claim/sql"
 )
 
-// bdVersions are the real bd releases the interop tests run against; their
-// binaries are built by `make bd` (scripts/build-bd.sh) into .bin/.
-var bdVersions = []string{"v0.47.1", "v0.49.6"}
+// bdVersions are the real bd releases the interop tests run against, the
+// vendored ones ("v0.49.6", newest first); their binaries are built by
+// `make bd` (scripts/build-bd.sh) into .bin/.
+var bdVersions = func() []string {
+	var vs []string
+	for _, v := range beadssql.Versions() {
+		vs = append(vs, "v"+v)
+	}
+	return vs
+}()
 
 // bdTool runs one real bd release in one workspace, with a private
 // environment equivalent to scripts/bd-env.sh: a throwaway HOME with a git
@@ -36,6 +44,9 @@ func bdWorkspace(t *testing.T, version string) *bdTool {
 	t.Helper()
 	bin := filepath.Join(claimtest.Root(), ".bin", "bd-"+version)
 	if _, err := os.Stat(bin); err != nil {
+		if testing.Short() {
+			t.Skipf("needs the real bd %s: run `make bd` (skipped under -short)", version)
+		}
 		t.Fatalf("the real bd %s is missing (%v): run `make bd` (scripts/build-bd.sh %s) first", version, err, version)
 	}
 	home := t.TempDir()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -14,7 +15,8 @@ import (
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
-// binary is bd-claim built with coverage; coverDir collects its counters
+// binary is bd-claim built with coverage (and -race unless the run is
+// -short without -race); coverDir collects its counters
 // (the directory `make test` passes as -test.gocoverdir, so the built
 // binary's coverage joins the unit tests').
 var binary, coverDir string
@@ -41,7 +43,14 @@ func TestMain(m *testing.M) {
 			own = append(own, p)
 		}
 	}
-	build := exec.Command("go", "build", "-race", "-cover", "-coverpkg="+strings.Join(own, ","), "-o", binary, ".")
+	args := []string{"build", "-cover", "-coverpkg=" + strings.Join(own, ","), "-o", binary}
+	if !testing.Short() || raceEnabled() {
+		// A plain -short run builds without: no race build of every
+		// dependency (SQLite included), and the hundreds of processes the
+		// tests start run several times faster.
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
 	build.Dir = claimtest.Root()
 	if out, err := build.CombinedOutput(); err != nil {
 		panic(fmt.Sprintf("go build: %v\n%s", err, out))
@@ -49,6 +58,20 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(tmp)
 	os.Exit(code)
+}
+
+// raceEnabled says whether this test binary was built with -race.
+func raceEnabled() bool {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return true // unknown: keep -race
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
 }
 
 // run runs the built bd-claim in dir with exactly the environment given

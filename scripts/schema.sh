@@ -2,13 +2,22 @@
 # Vendor the schema that the real bd creates with `bd init`, one file per version:
 #   sql/schema/bd-VERSION.sql  ==  `sqlite3 .beads/beads.db .schema` of a fresh workspace
 #   (after `bd init` and one `bd list`).
+# The versions are the pinned modules tools/bd-vX.Y.Z (the one list of supported bd releases).
 # Usage: scripts/schema.sh            write the files       (make schema)
-#        scripts/schema.sh --check    compare, exit 1 + diff (make verify)
+#        scripts/schema.sh --check    compare, exit 1 + diff (make verify); also fails when
+#                                     sql/schema/ has a file for a version with no tools module
+#                                     (or misses one), or sqlc.yaml's schema is not the newest
 # SCHEMA_DIR overrides the output directory (default: sql/schema).
 set -euo pipefail
 
-VERSIONS=(v0.49.6 v0.47.1)
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+shopt -s nullglob
+versions_of() { # DIR SUFFIX: the versions X of DIR/bd-vX.SUFFIX, newest first
+    local f
+    for f in "$1"/bd-v*"$2"; do f=${f#"$1"/bd-}; echo "${f%"$2"}"; done | sort -rV
+}
+mapfile -t VERSIONS < <(versions_of "$root/tools" /go.mod)
+((${#VERSIONS[@]})) || { echo "schema.sh: no tools/bd-v*/ module" >&2; exit 2; }
 outdir=${SCHEMA_DIR:-$root/sql/schema}
 check=0
 case ${1:-} in
@@ -44,6 +53,22 @@ dump_schema() { # VERSION FILE
 }
 
 status=0
+if ((check)); then
+    # The vendored files and the pinned modules are the same set of versions.
+    vendored=$(versions_of "$outdir" .sql)
+    if [[ $vendored != "$(printf '%s\n' "${VERSIONS[@]}")" ]]; then
+        echo "schema.sh: $outdir/bd-v*.sql (${vendored//$'\n'/ }) differ from the tools/bd-v*/ modules" \
+            "(${VERSIONS[*]}): run make schema, delete the files of dropped versions" >&2
+        status=1
+    fi
+    # sqlc compiles the queries against the newest schema.
+    newest=sql/schema/bd-${VERSIONS[0]}.sql
+    sqlc_schema=$(sed -n 's/^[[:space:]]*schema:[[:space:]]*//p' "$root/sqlc.yaml")
+    if [[ $sqlc_schema != "$newest" ]]; then
+        echo "schema.sh: sqlc.yaml has schema: ${sqlc_schema:-(none)}, want $newest (then make generate)" >&2
+        status=1
+    fi
+fi
 for v in "${VERSIONS[@]}"; do
     dump_schema "$v" "$tmp/bd-$v.sql"
     want=$outdir/bd-$v.sql

@@ -3,13 +3,62 @@
 // that sqlc compiles into package db.
 package sql
 
-import _ "embed"
+import (
+	"embed"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+)
 
-// SchemaVersion is the bd release whose schema is vendored in Schema.
-const SchemaVersion = "0.49.6"
+// files are the vendored schemas, schema/bd-vX.Y.Z.sql, one per bd release
+// pinned in tools/bd-vX.Y.Z (scripts/schema.sh --check keeps the two equal).
+//
+//go:embed schema/bd-v*.sql
+var files embed.FS
+
+var versions = newestFirst(vendored())
+
+// SchemaVersion is the newest bd release whose schema is vendored: the one
+// in Schema.
+var SchemaVersion = versions[0]
 
 // Schema is `sqlite3 .beads/beads.db .schema` of a workspace made by
 // `bd init` at SchemaVersion.
-//
-//go:embed schema/bd-v0.49.6.sql
-var Schema string
+var Schema = schema(SchemaVersion)
+
+// Versions lists the bd releases whose schemas are vendored ("0.49.6"),
+// newest first.
+func Versions() []string { return slices.Clone(versions) }
+
+// vendored lists the versions of the embedded files. The pattern is a
+// constant and the directory is embedded, so neither call can fail.
+func vendored() []string {
+	names, _ := fs.Glob(files, "schema/bd-v*.sql")
+	vs := make([]string, len(names))
+	for i, n := range names {
+		vs[i] = strings.TrimSuffix(strings.TrimPrefix(n, "schema/bd-v"), ".sql")
+	}
+	return vs
+}
+
+func schema(version string) string {
+	b, _ := files.ReadFile("schema/bd-v" + version + ".sql")
+	return string(b)
+}
+
+// newestFirst sorts versions "X.Y.Z" by number, not as strings (0.100.0 is
+// newer than 0.99.0).
+func newestFirst(vs []string) []string {
+	slices.SortFunc(vs, func(a, b string) int { return slices.Compare(numbers(b), numbers(a)) })
+	return vs
+}
+
+func numbers(version string) []int {
+	var n []int
+	for _, f := range strings.Split(version, ".") {
+		i, _ := strconv.Atoi(f)
+		n = append(n, i)
+	}
+	return n
+}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +20,34 @@ import (
 	_ "modernc.org/sqlite" // the driver behind sql.Open("sqlite")
 )
 
-// Versions are the bd releases whose real workspaces are in testdata/fixtures.
-var Versions = []string{"0.27.2", "0.47.1", "0.49.6"}
+// Versions are the bd releases whose real workspaces are in testdata/fixtures
+// (the directories bd-vX.Y.Z), oldest first: "0.27.2", "0.47.1", ...
+var Versions = fixtureVersions()
+
+func fixtureVersions() []string {
+	dirs, _ := filepath.Glob(filepath.Join(Root(), "testdata", "fixtures", "bd-v*"))
+	var vs []string
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			vs = append(vs, strings.TrimPrefix(filepath.Base(d), "bd-v"))
+		}
+	}
+	if len(vs) == 0 {
+		panic("claimtest: no testdata/fixtures/bd-v*/ under " + Root())
+	}
+	slices.SortFunc(vs, func(a, b string) int { return slices.Compare(versionNumbers(a), versionNumbers(b)) })
+	return vs
+}
+
+// versionNumbers orders "X.Y.Z" by number: 0.100.0 after 0.99.0.
+func versionNumbers(v string) []int {
+	var n []int
+	for _, f := range strings.Split(v, ".") {
+		i, _ := strconv.Atoi(f)
+		n = append(n, i)
+	}
+	return n
+}
 
 // Root is the repository root.
 func Root() string {

@@ -1,6 +1,6 @@
 // Command bench measures bd-claim and prints one table of figures, each next
 // to what it is compared with, measured in the same run. `make bench` builds
-// what it needs (.bin/bd-claim, the real bd v0.49.6) and runs
+// what it needs (.bin/bd-claim, the newest vendored real bd) and runs
 //
 //	go run ./scripts/bench [-quick] [-runs N] [-bd-runs N] [-write]
 //
@@ -45,7 +45,11 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/db"
+	beadssql "github.com/bdclaim/bd-claim/sql"
 )
+
+// bdVersion is the real bd compared with: the newest vendored release ("v0.49.6").
+var bdVersion = "v" + beadssql.Versions()[0]
 
 var (
 	quick   = flag.Bool("quick", false, "smoke run: fewer runs, no 100k workspace, a smaller swarm")
@@ -55,7 +59,7 @@ var (
 	swarmN  = flag.Int("swarm", 0, "ready issues the swarm drains (default 2000, 500 with -quick)")
 	procs   = flag.Int("procs", 48, "concurrent processes in the swarm")
 	binPath = flag.String("bin", ".bin/bd-claim", "the bd-claim binary (go build -o .bin/bd-claim .)")
-	bdPath  = flag.String("bd", ".bin/bd-v0.49.6", "the real bd (scripts/build-bd.sh v0.49.6); skipped when missing")
+	bdPath  = flag.String("bd", ".bin/bd-"+bdVersion, "the real bd (scripts/build-bd.sh "+bdVersion+"); skipped when missing")
 	write   = flag.Bool("write", false, "also write the table to -out")
 	outPath = flag.String("out", "BENCHMARKS.md", "where -write puts the table")
 	keep    = flag.Bool("keep", false, "keep the temp dir with the workspaces")
@@ -147,7 +151,7 @@ func (b *bench) init() error {
 		if _, err := os.Stat(bd); err == nil {
 			b.bd = bd
 		} else {
-			logf("no bd at %s (scripts/build-bd.sh v0.49.6): the bd comparisons are skipped", bd)
+			logf("no bd at %s (scripts/build-bd.sh %s): the bd comparisons are skipped", bd, bdVersion)
 		}
 	}
 	if b.tmp, err = os.MkdirTemp("", "bd-claim-bench-"); err != nil {
@@ -673,16 +677,16 @@ func (b *bench) cliRows(res cliResult) {
 	claim10k := median(res["claim-10k"].samples)
 	if up := res["bd-update-claim"]; up != nil {
 		m := median(up.samples)
-		b.add(row{sec, fmt.Sprintf("bd v0.49.6 update ID --claim --json, 10k, n=%d", len(up.samples)),
+		b.add(row{sec, fmt.Sprintf("bd %s update ID --claim --json, 10k, n=%d", bdVersion, len(up.samples)),
 			ms(m) + " median, " + ms(pct(up.samples, 99)) + " p99", "bd-claim 10k median",
 			x(float64(m)/float64(claim10k)) + " slower", "≥ 20× slower", verdict(float64(m) >= 20*float64(claim10k))})
 		rd := res["bd-ready"]
 		m = median(rd.samples)
-		b.add(row{sec, fmt.Sprintf("bd v0.49.6 ready -n 1 --json, 10k, n=%d", len(rd.samples)),
+		b.add(row{sec, fmt.Sprintf("bd %s ready -n 1 --json, 10k, n=%d", bdVersion, len(rd.samples)),
 			ms(m) + " median, " + ms(pct(rd.samples, 99)) + " p99", "bd-claim 10k median",
 			x(float64(m)/float64(claim10k)) + " slower", "", ""})
 	} else {
-		b.add(row{sec, "bd v0.49.6 update --claim / ready", "not built (scripts/build-bd.sh v0.49.6)", "", "", "≥ 20× slower", "n/a"})
+		b.add(row{sec, "bd " + bdVersion + " update --claim / ready", "not built (scripts/build-bd.sh " + bdVersion + ")", "", "", "≥ 20× slower", "n/a"})
 	}
 }
 
