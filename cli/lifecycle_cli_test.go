@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -424,7 +425,9 @@ func stats(t *testing.T, root string, env []string, args ...string) claim.Stats 
 	return st
 }
 
-// --max-held limits claim-next (exit 3 with a reason), not --id.
+// --max-held limits claim-next (exit 3 with a reason) and --id claims of
+// an issue the agent does not hold (exit 7 NOT_CLAIMABLE, dry run
+// included); a re-claim of an issue it holds still succeeds.
 func TestLifecycleMaxHeld(t *testing.T) {
 	root := claimtest.Fixture(t, "0.49.6")
 	first := lcOK(t, root, nil, "--agent", "m", "--max-held", "1")
@@ -443,9 +446,22 @@ func TestLifecycleMaxHeld(t *testing.T) {
 	lcOK(t, root, nil, "--agent", "n", "--max-held", "1")
 	// Releasing frees the capacity.
 	lcOK(t, root, nil, "release", "--agent", "m", "--id", first.Issue.ID)
-	lcOK(t, root, nil, "--agent", "m", "--max-held", "1")
-	// --id is an explicit choice: max-held does not apply.
-	lcOK(t, root, nil, "--agent", "m", "--max-held", "1", "--id", claimtest.Cases(t, "0.49.6")["A15"].ID)
+	held := lcOK(t, root, nil, "--agent", "m", "--max-held", "1")
+	// At capacity, --id of another issue is refused and changes nothing;
+	// the issue it holds can be claimed again.
+	other := claimtest.Cases(t, "0.49.6")["A15"].ID
+	before := claimtest.Snapshot(t, claimtest.DBPath(root))
+	for _, dry := range [][]string{nil, {"--dry-run"}} {
+		out, r = lc(t, root, nil, append([]string{"--agent", "m", "--max-held", "1", "--id", other}, dry...)...)
+		r.Assert(t, icmd.Expected{ExitCode: 7})
+		assert.Equal(t, out.Error.Code, claim.ENotClaimable)
+		assert.ErrorContains(t, errors.New(out.Error.Message), "(capacity): agent m already holds 1 in_progress issue")
+	}
+	assert.DeepEqual(t, claimtest.Diff(before, claimtest.Snapshot(t, claimtest.DBPath(root))), map[string][2][]string{})
+	again := lcOK(t, root, nil, "--agent", "m", "--max-held", "1", "--id", held.Issue.ID)
+	assert.Equal(t, again.ClaimID, held.ClaimID)
+	// Without the limit, --id claims it.
+	lcOK(t, root, nil, "--agent", "m", "--id", other)
 }
 
 // --dry-run --explain counts, per rule, the open issues it excludes.
