@@ -21,27 +21,18 @@ import (
 	"github.com/bdclaim/bd-claim/db"
 )
 
-// fileSum is the SHA-256 of a file's bytes.
-func fileSum(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	assert.NilError(t, err)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
 // openMustFail opens path expecting an error with code and message parts,
 // and checks that the file is byte-identical afterwards.
 func openMustFail(t *testing.T, path string, code Code, msg ...string) {
 	t.Helper()
-	before := fileSum(t, path)
+	before := claimtest.FileSum(t, path)
 	s, err := Open(context.Background(), Workspace{DBPath: path}, Options{})
 	assert.Assert(t, s == nil)
 	assert.Equal(t, ErrorCode(err), code, "%v", err)
 	for _, m := range msg {
 		assert.ErrorContains(t, err, m)
 	}
-	assert.Equal(t, fileSum(t, path), before, "Open changed %s", path)
+	assert.Equal(t, claimtest.FileSum(t, path), before, "Open changed %s", path)
 }
 
 // exec runs statements on a database outside the code under test.
@@ -165,9 +156,7 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 			path := filepath.Join(dir, "beads.db")
 			assert.NilError(t, os.WriteFile(path, tc.content, 0o644))
 			openMustFail(t, path, tc.code, tc.msg...)
-			entries, err := os.ReadDir(dir)
-			assert.NilError(t, err)
-			assert.Equal(t, len(entries), 1, "Open left files beside the database: %v", entries)
+			assert.DeepEqual(t, claimtest.Names(t, dir), []string{"beads.db"})
 		})
 	}
 	t.Run("missing file", func(t *testing.T) {
@@ -176,9 +165,8 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 		_, err := Open(context.Background(), Workspace{DBPath: path}, Options{})
 		assert.Equal(t, ErrorCode(err), EDBNotFound, "%v", err)
 		assert.ErrorContains(t, err, "the database cannot be opened")
-		entries, err := os.ReadDir(dir)
-		assert.NilError(t, err)
-		assert.Equal(t, len(entries), 0, "Open created %v", entries)
+		created := claimtest.Names(t, dir)
+		assert.Equal(t, len(created), 0, "Open created %v", created)
 	})
 }
 
@@ -442,9 +430,7 @@ func TestClaimIsAllOrNothing(t *testing.T) {
 				iss, err = issueOf(s.Claim(context.Background(), Request{Agent: "faulty"}))
 				assert.NilError(t, err)
 				assert.Equal(t, iss.ID, want)
-				var events int
-				assert.NilError(t, claimtest.Open(t, path).QueryRow("SELECT count(*) FROM events").Scan(&events))
-				assert.Equal(t, events, len(before["events"])+1)
+				assert.Equal(t, claimtest.Count(t, claimtest.Open(t, path), "SELECT count(*) FROM events"), len(before["events"])+1)
 			})
 		}
 	}

@@ -20,20 +20,6 @@ func openFixture(t *testing.T, version string) *Store {
 	return s
 }
 
-func ids(t *testing.T, s *Store, query string) []string {
-	t.Helper()
-	rows, err := s.conn.Query(query)
-	assert.NilError(t, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		assert.NilError(t, rows.Scan(&id))
-		out = append(out, id)
-	}
-	return out
-}
-
 // bd's content hash, recomputed from the columns of every issue of the real
 // bd workspaces, equals what bd stored. bd does not recompute the hash when
 // it closes, deletes (tombstone) or migrates pinned to hooked, so those rows
@@ -43,7 +29,7 @@ func TestContentHashMatchesBd(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			s := openFixture(t, v)
 			matched := 0
-			for _, id := range ids(t, s, "SELECT id FROM issues ORDER BY id") {
+			for _, id := range claimtest.Strings(t, s.conn, "SELECT id FROM issues ORDER BY id") {
 				r, err := s.read(context.Background(), s.conn, id)
 				assert.NilError(t, err)
 				if s.Features.contentHash(r) == r.ContentHash {

@@ -38,31 +38,16 @@ func lifecycle(t *testing.T, version string, p *claim.Policy) (*claim.Store, *sq
 	return s, claimtest.Open(t, claimtest.DBPath(root)), c
 }
 
+// comments are the bd comments of an issue, oldest first, as "author: text".
 func comments(t *testing.T, conn *sql.DB, id string) []string {
 	t.Helper()
-	rows, err := conn.Query("SELECT author || ': ' || text FROM comments WHERE issue_id = ? ORDER BY id", id)
-	assert.NilError(t, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		assert.NilError(t, rows.Scan(&s))
-		out = append(out, s)
-	}
-	return out
+	return claimtest.Strings(t, conn, "SELECT author || ': ' || text FROM comments WHERE issue_id = ? ORDER BY id", id)
 }
 
 func state(t *testing.T, conn *sql.DB, id string) (status, assignee string) {
 	t.Helper()
 	assert.NilError(t, conn.QueryRow("SELECT status, COALESCE(assignee, '') FROM issues WHERE id = ?", id).Scan(&status, &assignee))
 	return status, assignee
-}
-
-func count(t *testing.T, conn *sql.DB, query string, args ...any) int {
-	t.Helper()
-	var n int
-	assert.NilError(t, conn.QueryRow(query, args...).Scan(&n))
-	return n
 }
 
 func mustClaim(t *testing.T, s *claim.Store, req claim.Request) claim.Result {
@@ -177,7 +162,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 	assert.Assert(t, next.Issue.ID != id, "never handed out by claim-next")
 
 	// Reset: history cleared, label gone, claimable at once.
-	before := count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ?", id)
+	before := claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ?", id)
 	r, err := s.Reset(ctx, "ops", id)
 	assert.NilError(t, err)
 	assert.Equal(t, r.Cleared, 4)
@@ -187,16 +172,16 @@ func TestBackoffAndAbandon(t *testing.T) {
 	assert.Equal(t, len(evs), 2)
 	assert.Equal(t, evs[0].Type+"|"+evs[0].Comment.String, "commented|bd-claim reset: cleared 4 failed attempts")
 	assert.Equal(t, evs[1].Type+"|"+evs[1].Comment.String, "label_removed|Removed label: claim:abandoned")
-	assert.Equal(t, count(t, conn, "SELECT count(*) FROM labels WHERE issue_id = ? AND label = 'claim:abandoned'", id), 0)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM labels WHERE issue_id = ? AND label = 'claim:abandoned'", id), 0)
 	next = mustClaim(t, s, claim.Request{Agent: "other", DryRun: true})
 	assert.Equal(t, next.Issue.ID, id)
 	// A second reset has nothing to do and writes nothing.
-	snap := count(t, conn, "SELECT count(*) FROM events")
+	snap := claimtest.Count(t, conn, "SELECT count(*) FROM events")
 	r, err = s.Reset(ctx, "ops", id)
 	assert.NilError(t, err)
 	assert.Equal(t, r.Cleared, 0)
 	assert.Assert(t, !r.Label)
-	assert.Equal(t, count(t, conn, "SELECT count(*) FROM events"), snap)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events"), snap)
 
 	// A failure after the reset is attempt 1 again.
 	mustClaim(t, s, claim.Request{Agent: "w", ID: id})
@@ -300,7 +285,7 @@ func TestHeartbeat(t *testing.T) {
 	ctx := context.Background()
 	got := mustClaim(t, s, claim.Request{Agent: "h", Lease: 10 * time.Second})
 	id := got.Issue.ID
-	events := count(t, conn, "SELECT count(*) FROM events")
+	events := claimtest.Count(t, conn, "SELECT count(*) FROM events")
 	var updated string
 	assert.NilError(t, conn.QueryRow("SELECT CAST(updated_at AS TEXT) FROM issues WHERE id = ?", id).Scan(&updated))
 	for range 5 {
@@ -314,7 +299,7 @@ func TestHeartbeat(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, hb.Lease.Until, c.now().Add(90*time.Minute))
 	assert.Equal(t, hb.Issue.ID, id)
-	assert.Equal(t, count(t, conn, "SELECT count(*) FROM events"), events, "no row per beat")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events"), events, "no row per beat")
 	var after string
 	assert.NilError(t, conn.QueryRow("SELECT CAST(updated_at AS TEXT) FROM issues WHERE id = ?", id).Scan(&after))
 	assert.Equal(t, after, updated)
@@ -353,11 +338,11 @@ func TestReap(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, len(none), 0)
 	c.advance(time.Minute)
-	events := count(t, conn, "SELECT count(*) FROM events")
+	events := claimtest.Count(t, conn, "SELECT count(*) FROM events")
 	list, err := s.Reap(ctx, "reaper", true)
 	assert.NilError(t, err)
 	assert.DeepEqual(t, list, []claim.Expired{{ID: short.Issue.ID, Holder: "short", ClaimID: short.ClaimID, LeaseUntil: short.Lease.Until}})
-	assert.Equal(t, count(t, conn, "SELECT count(*) FROM events"), events, "a dry run writes nothing")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events"), events, "a dry run writes nothing")
 	reaped, err := s.Reap(ctx, "reaper", false)
 	assert.NilError(t, err)
 	assert.DeepEqual(t, reaped, list)
@@ -489,8 +474,8 @@ func TestLifecycleBadRequests(t *testing.T) {
 func TestExplain(t *testing.T) {
 	s, conn, _ := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
-	open := count(t, conn, "SELECT count(*) FROM issues WHERE status = 'open'")
-	blocked := count(t, conn, "SELECT count(*) FROM issues i WHERE status = 'open' AND EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = i.id)")
+	open := claimtest.Count(t, conn, "SELECT count(*) FROM issues WHERE status = 'open'")
+	blocked := claimtest.Count(t, conn, "SELECT count(*) FROM issues i WHERE status = 'open' AND EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = i.id)")
 	e, err := s.Explain(ctx, claim.Request{Agent: "why", Filters: claim.Filters{IncludeLabels: []string{"nope"}}})
 	assert.NilError(t, err)
 	assert.Equal(t, e.Open, open)

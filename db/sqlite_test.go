@@ -2,7 +2,6 @@ package db_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/bdclaim/bd-claim/claim/claimtest"
 	"github.com/bdclaim/bd-claim/db"
 )
 
@@ -36,31 +36,6 @@ func open(t *testing.T, path string, busy time.Duration) *sql.DB {
 	return conn
 }
 
-func sum(t *testing.T, path string) [32]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	assert.NilError(t, err)
-	return sha256.Sum256(b)
-}
-
-func names(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	assert.NilError(t, err)
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
-func count(t *testing.T, conn db.DBTX, query string, args ...any) int {
-	t.Helper()
-	var n int
-	assert.NilError(t, conn.QueryRowContext(context.Background(), query, args...).Scan(&n))
-	return n
-}
-
 func TestOpenNeverCreates(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "beads.db")
@@ -70,7 +45,7 @@ func TestOpenNeverCreates(t *testing.T) {
 	_, err = conn.Exec("CREATE TABLE x (y)")
 	assert.Equal(t, db.Code(err), db.CodeCantOpen, "%v", err)
 	assert.NilError(t, conn.Close())
-	assert.Check(t, is.Len(names(t, dir), 0))
+	assert.Check(t, is.Len(claimtest.Names(t, dir), 0))
 }
 
 // File names that mean something in a URI still name the file.
@@ -79,13 +54,13 @@ func TestOpenPathsNeedingEscapes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := newDB(t, name)
 			dir := filepath.Dir(path)
-			assert.DeepEqual(t, names(t, dir), []string{name})
+			assert.DeepEqual(t, claimtest.Names(t, dir), []string{name})
 			conn := open(t, path, time.Second)
-			assert.Assert(t, count(t, conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'issues'") == 1)
+			assert.Assert(t, claimtest.Count(t, conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'issues'") == 1)
 			_, err := db.New().IssueLabels(context.Background(), conn, "x")
 			assert.NilError(t, err)
 			assert.NilError(t, conn.Close())
-			for _, n := range names(t, dir) {
+			for _, n := range claimtest.Names(t, dir) {
 				assert.Assert(t, strings.HasPrefix(n, name), "stray file %q beside %q", n, name)
 			}
 		})
@@ -128,7 +103,7 @@ func TestIsBusy(t *testing.T) {
 
 	// A reader is not blocked by the writer (WAL), and a read does not
 	// take the lock.
-	assert.Equal(t, count(t, waiter, "SELECT count(*) FROM issues"), 0)
+	assert.Equal(t, claimtest.Count(t, waiter, "SELECT count(*) FROM issues"), 0)
 }
 
 // A real SQLITE_LOCKED: a table dropped while the same connection reads it.
@@ -182,7 +157,7 @@ func TestTxRollsBackOnError(t *testing.T) {
 	})
 	assert.Assert(t, errors.Is(err, stop))
 	assert.Equal(t, calls, 1, "an error that is not busy is not retried")
-	assert.Equal(t, count(t, open(t, path, time.Second), "SELECT count(*) FROM metadata"), 0)
+	assert.Equal(t, claimtest.Count(t, open(t, path, time.Second), "SELECT count(*) FROM metadata"), 0)
 	// The connection is usable again: the rollback released the lock.
 	assert.NilError(t, db.Tx(ctx, conn, db.Retry{Attempts: 1}, func(tx *sql.Tx) error {
 		return db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "after", Value: "1"})
@@ -307,28 +282,20 @@ func TestCreate(t *testing.T) {
 	var mode string
 	assert.NilError(t, conn.QueryRow("PRAGMA journal_mode").Scan(&mode))
 	assert.Equal(t, mode, "wal")
-	var tables []string
-	rows, err := conn.Query("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
-	assert.NilError(t, err)
-	for rows.Next() {
-		var n string
-		assert.NilError(t, rows.Scan(&n))
-		tables = append(tables, n)
-	}
-	assert.NilError(t, rows.Close())
+	tables := claimtest.Strings(t, conn, "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
 	for _, want := range []string{"issues", "labels", "dependencies", "blocked_issues_cache", "events", "dirty_issues", "metadata", "config"} {
 		assert.Check(t, slices.Contains(tables, want), "no table %s in %v", want, tables)
 	}
-	assert.Equal(t, count(t, conn, "SELECT count(*) FROM issues"), 0)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM issues"), 0)
 	var ok string
 	assert.NilError(t, conn.QueryRow("PRAGMA integrity_check").Scan(&ok))
 	assert.Equal(t, ok, "ok")
 	assert.NilError(t, conn.Close())
 
-	before := sum(t, path)
-	err = db.Create(ctx, path)
+	before := claimtest.FileSum(t, path)
+	err := db.Create(ctx, path)
 	assert.ErrorContains(t, err, path+" already holds a database")
-	assert.Equal(t, sum(t, path), before, "a refused Create wrote to the database")
+	assert.Equal(t, claimtest.FileSum(t, path), before, "a refused Create wrote to the database")
 
 	// Any existing schema counts, not only Beads'.
 	other := filepath.Join(t.TempDir(), "other.db")
@@ -343,7 +310,7 @@ func TestCreate(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty.db")
 	assert.NilError(t, os.WriteFile(empty, nil, 0o644))
 	assert.NilError(t, db.Create(ctx, empty))
-	assert.Equal(t, count(t, open(t, empty, time.Second), "SELECT count(*) FROM sqlite_schema WHERE name = 'issues'"), 1)
+	assert.Equal(t, claimtest.Count(t, open(t, empty, time.Second), "SELECT count(*) FROM sqlite_schema WHERE name = 'issues'"), 1)
 }
 
 func TestCreateFails(t *testing.T) {
@@ -351,14 +318,14 @@ func TestCreateFails(t *testing.T) {
 	dir := t.TempDir()
 	text := filepath.Join(dir, "notes.db")
 	assert.NilError(t, os.WriteFile(text, []byte("not a database, just some text that is long enough to be a header......................................"), 0o644))
-	before := sum(t, text)
+	before := claimtest.FileSum(t, text)
 	err := db.Create(ctx, text)
 	assert.Equal(t, db.Code(err), db.CodeNotADB, "%v", err)
-	assert.Equal(t, sum(t, text), before)
+	assert.Equal(t, claimtest.FileSum(t, text), before)
 
 	err = db.Create(ctx, filepath.Join(dir, "missing", "beads.db"))
 	assert.Equal(t, db.Code(err), db.CodeCantOpen, "%v", err)
-	assert.DeepEqual(t, names(t, dir), []string{"notes.db"})
+	assert.DeepEqual(t, claimtest.Names(t, dir), []string{"notes.db"})
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
@@ -465,7 +432,7 @@ func TestQueries(t *testing.T) {
 	var marked string
 	assert.NilError(t, conn.QueryRow("SELECT marked_at FROM dirty_issues WHERE issue_id = 't-1'").Scan(&marked))
 	assert.Equal(t, marked, "two")
-	assert.Equal(t, count(t, conn, "SELECT count(*) FROM dirty_issues"), 1)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dirty_issues"), 1)
 
 	assert.NilError(t, q.SeedMetadataSet(ctx, conn, db.SeedMetadataSetParams{Key: "bd_version", Value: "0.1.0"}))
 	assert.NilError(t, q.SeedMetadataSet(ctx, conn, db.SeedMetadataSetParams{Key: "bd_version", Value: "0.49.6"}))
