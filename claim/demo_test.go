@@ -180,6 +180,7 @@ func TestDemoEmpty(t *testing.T) {
 
 // Any failing write while seeding rolls the whole demo back.
 func TestSeedDemoIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	for name, ddl := range map[string]string{
 		"metadata": "CREATE TRIGGER t BEFORE INSERT ON metadata BEGIN SELECT RAISE(ABORT, 'no metadata'); END",
 		"issues":   "CREATE TRIGGER t BEFORE INSERT ON issues BEGIN SELECT RAISE(ABORT, 'no issues'); END",

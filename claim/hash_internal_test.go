@@ -25,6 +25,7 @@ func openFixture(t *testing.T, version string) *Store {
 // it closes, deletes (tombstone) or migrates pinned to hooked, so those rows
 // keep a stale hash; every row bd created or updated matches.
 func TestContentHashMatchesBd(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string]int{"0.27.2": 55, "0.47.1": 87, "0.49.6": 87} {
 		t.Run(v, func(t *testing.T) {
 			s := openFixture(t, v)
@@ -48,6 +49,7 @@ func TestContentHashMatchesBd(t *testing.T) {
 // byte from the columns (with the status, assignee and updated_at it
 // had before that change).
 func TestEventOldValueMatchesBd(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string]int{"0.27.2": 8, "0.47.1": 17, "0.49.6": 17} {
 		t.Run(v, func(t *testing.T) {
 			s := openFixture(t, v)

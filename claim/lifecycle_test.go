@@ -62,6 +62,7 @@ func mustClaim(t *testing.T, s *claim.Store, req claim.Request) claim.Result {
 // with the reason in the event's comment, for every fixture version; the
 // claim it ends is the one the claim returned.
 func TestReleaseFootprint(t *testing.T) {
+	t.Parallel()
 	for _, v := range claimtest.Versions {
 		t.Run(v, func(t *testing.T) {
 			s, conn, c := lifecycle(t, v, nil)
@@ -114,6 +115,7 @@ func TestReleaseFootprint(t *testing.T) {
 // reaches max-failures abandons the issue with a label, as bd label add
 // writes it; reset clears both.
 func TestBackoffAndAbandon(t *testing.T) {
+	t.Parallel()
 	p := &claim.Policy{BackoffInitial: time.Minute, BackoffMultiplier: 2, BackoffMax: 3 * time.Minute, MaxFailures: 4, AbandonedLabel: "claim:abandoned"}
 	s, conn, c := lifecycle(t, "0.49.6", p)
 	ctx := context.Background()
@@ -195,6 +197,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 // The label alone abandons an issue too (a person may add it with bd), and
 // with max-failures 0 failures never do.
 func TestAbandonedLabelAndUnlimitedFailures(t *testing.T) {
+	t.Parallel()
 	p := &claim.Policy{BackoffInitial: 0, BackoffMultiplier: 2, BackoffMax: time.Hour, MaxFailures: 0, AbandonedLabel: "parked"}
 	s, conn, _ := lifecycle(t, "0.49.6", p)
 	ctx := context.Background()
@@ -223,6 +226,7 @@ func TestAbandonedLabelAndUnlimitedFailures(t *testing.T) {
 // over in one transaction, recording whose claim ended; the old holder's
 // claim id is stale from then on.
 func TestLeaseTakeover(t *testing.T) {
+	t.Parallel()
 	s, conn, c := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	a := mustClaim(t, s, claim.Request{Agent: "a", Lease: 30 * time.Second})
@@ -281,6 +285,7 @@ func TestLeaseTakeover(t *testing.T) {
 // A heartbeat rewrites the lease in the claim event: no row per beat, no
 // change to the issue. It keeps the claim's lease length unless told.
 func TestHeartbeat(t *testing.T) {
+	t.Parallel()
 	s, conn, c := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	got := mustClaim(t, s, claim.Request{Agent: "h", Lease: 10 * time.Second})
@@ -330,6 +335,7 @@ func TestHeartbeat(t *testing.T) {
 // reap returns every expired claim to open in one transaction; a dry run
 // lists them and writes nothing.
 func TestReap(t *testing.T) {
+	t.Parallel()
 	s, conn, c := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	short := mustClaim(t, s, claim.Request{Agent: "short", Lease: 10 * time.Second})
@@ -364,6 +370,7 @@ func TestReap(t *testing.T) {
 // --max-held: claim-next returns no issue, with a reason, once the agent
 // holds that many; --id is refused; re-claiming a held issue still works.
 func TestMaxHeld(t *testing.T) {
+	t.Parallel()
 	s, _, _ := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	first := mustClaim(t, s, claim.Request{Agent: "cap", MaxHeld: 2})
@@ -387,6 +394,7 @@ func TestMaxHeld(t *testing.T) {
 // An --id re-claim of a held issue is the same claim; --claim-id fences
 // it, and a lease on it renews the lease.
 func TestReclaimFencing(t *testing.T) {
+	t.Parallel()
 	s, conn, c := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	got := mustClaim(t, s, claim.Request{Agent: "f", Lease: time.Minute})
@@ -426,6 +434,7 @@ func TestReclaimFencing(t *testing.T) {
 
 // Bad requests are refused before anything is read or written.
 func TestLifecycleBadRequests(t *testing.T) {
+	t.Parallel()
 	s, _, _ := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	id := expectedClaims(t, "0.49.6", claim.SortPriority)[0]
@@ -472,6 +481,7 @@ func TestLifecycleBadRequests(t *testing.T) {
 
 // --explain counts, rule by rule, the open issues each excludes.
 func TestExplain(t *testing.T) {
+	t.Parallel()
 	s, conn, _ := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	open := claimtest.Count(t, conn, "SELECT count(*) FROM issues WHERE status = 'open'")

@@ -14,6 +14,7 @@ import (
 // The backoff schedule of seed 004 with the defaults: none, 1m, 2m, 4m,
 // 8m..., capped at 1h.
 func TestPolicyBackoff(t *testing.T) {
+	t.Parallel()
 	p := claim.DefaultPolicy
 	for failures, want := range []time.Duration{0, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 16 * time.Minute, 32 * time.Minute, time.Hour, time.Hour} {
 		assert.Equal(t, p.Backoff(failures), want, "after %d failures", failures)
@@ -40,6 +41,7 @@ func writeConfig(t *testing.T, yaml string) claim.Workspace {
 // Settings: defaults, then .beads/config.yaml (nested under claim: or
 // flat claim.name keys), then BD_CLAIM_* variables, then Set (flags).
 func TestLoadSettings(t *testing.T) {
+	t.Parallel()
 	s, err := claim.LoadSettings(claim.Workspace{}, env())
 	assert.NilError(t, err)
 	assert.DeepEqual(t, s, claim.DefaultSettings())
@@ -81,6 +83,7 @@ claim.backoff-max: 2h
 }
 
 func TestSettingsErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ yaml, env, val, msg string }{
 		{yaml: "claim: [1, 2]", msg: "claim must be a mapping of settings"},
 		{yaml: "claim:\n  lease: [", msg: "is not valid YAML"},
@@ -125,6 +128,7 @@ func TestSettingsErrors(t *testing.T) {
 
 // Every setting is documented with its variable, config key and default.
 func TestSettingsHelp(t *testing.T) {
+	t.Parallel()
 	help := claim.SettingsHelp()
 	assert.Equal(t, len(help), 7)
 	for _, h := range help {

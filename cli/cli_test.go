@@ -60,6 +60,7 @@ func decode(t *testing.T, r *icmd.Result) result {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	r := run(t, t.TempDir(), nil, "--help")
 	r.Assert(t, icmd.Success)
 	golden.Assert(t, r.Stdout(), "help.golden")
@@ -70,6 +71,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	run(t, t.TempDir(), nil, "version").Assert(t, icmd.Expected{Out: "bd-claim dev"})
 }
 

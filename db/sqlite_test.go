@@ -37,6 +37,7 @@ func open(t *testing.T, path string, busy time.Duration) *sql.DB {
 }
 
 func TestOpenNeverCreates(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "beads.db")
 	conn := open(t, path, time.Second)
@@ -50,6 +51,7 @@ func TestOpenNeverCreates(t *testing.T) {
 
 // File names that mean something in a URI still name the file.
 func TestOpenPathsNeedingEscapes(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"with space.db", "what?mode=rwc.db", "hash#frag.db", "100%25 sure.db", "mixed ?#%&=+.db"} {
 		t.Run(name, func(t *testing.T) {
 			path := newDB(t, name)
@@ -68,6 +70,7 @@ func TestOpenPathsNeedingEscapes(t *testing.T) {
 }
 
 func TestCode(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, db.Code(nil), 0)
 	assert.Equal(t, db.Code(errors.New("not sqlite")), 0)
 	assert.Assert(t, !db.IsBusy(nil))
@@ -108,6 +111,7 @@ func TestIsBusy(t *testing.T) {
 
 // A real SQLITE_LOCKED: a table dropped while the same connection reads it.
 func TestIsBusyLocked(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := newDB(t, "beads.db")
 	conn := open(t, path, time.Second)
@@ -126,6 +130,7 @@ func TestIsBusyLocked(t *testing.T) {
 }
 
 func TestTxCommits(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := newDB(t, "beads.db")
 	conn := open(t, path, time.Second)
@@ -143,6 +148,7 @@ func TestTxCommits(t *testing.T) {
 }
 
 func TestTxRollsBackOnError(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := newDB(t, "beads.db")
 	conn := open(t, path, time.Second)
@@ -276,6 +282,7 @@ func TestTxBeginFails(t *testing.T) {
 }
 
 func TestCreate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := newDB(t, "beads.db")
 	conn := open(t, path, time.Second)
@@ -314,6 +321,7 @@ func TestCreate(t *testing.T) {
 }
 
 func TestCreateFails(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	text := filepath.Join(dir, "notes.db")
@@ -336,6 +344,7 @@ func TestCreateFails(t *testing.T) {
 // The generated queries against the vendored schema: each does what its
 // comment says.
 func TestQueries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	conn := open(t, newDB(t, "beads.db"), time.Second)
 	q := db.New()

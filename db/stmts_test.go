@@ -15,6 +15,7 @@ import (
 // transaction, preparing each text once, and reports what cannot be
 // prepared through the usual error paths.
 func TestStmts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	conn := open(t, newDB(t, "beads.db"), time.Second)
 	stmts := db.NewStmts(conn)
