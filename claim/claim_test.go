@@ -27,6 +27,7 @@ func snapshot(t *testing.T, root string) map[string][]string {
 // assignee, a later updated_at, a recomputed hash), one event and one dirty
 // mark.
 func TestClaimFootprint(t *testing.T) {
+	t.Parallel()
 	for v, eventType := range map[string]string{"0.27.2": "status_changed", "0.47.1": "status_changed", "0.49.6": "claimed"} {
 		t.Run(v, func(t *testing.T) {
 			root := fixture(t, v)
@@ -89,6 +90,7 @@ func TestClaimFootprint(t *testing.T) {
 // When the clock is behind the stored updated_at, the claim still writes a
 // strictly later one, so bd's import keeps the claim.
 func TestClaimUpdatedAtAlwaysIncreases(t *testing.T) {
+	t.Parallel()
 	root := fixture(t, "0.49.6")
 	past := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := openStore(t, root, claim.Options{Now: func() time.Time { return past }})
@@ -105,6 +107,7 @@ func TestClaimUpdatedAtAlwaysIncreases(t *testing.T) {
 // --id gives every non-claimable case of the real bd workspaces its refusal,
 // and every claimable case succeeds: the same specification as claim-next.
 func TestClaimByIDAgreesWithBdReady(t *testing.T) {
+	t.Parallel()
 	for _, v := range versions {
 		t.Run(v, func(t *testing.T) {
 			s := openStore(t, fixture(t, v), claim.Options{})
@@ -127,6 +130,7 @@ func TestClaimByIDAgreesWithBdReady(t *testing.T) {
 }
 
 func TestClaimByIDReasons(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, fixture(t, "0.49.6"), claim.Options{})
 	c := cases(t, "0.49.6")
 	ctx := context.Background()
@@ -160,6 +164,7 @@ func TestClaimByIDReasons(t *testing.T) {
 // Re-claiming an issue one holds succeeds and writes nothing; anyone else is
 // refused with the holder's name.
 func TestClaimByIDIdempotent(t *testing.T) {
+	t.Parallel()
 	root := fixture(t, "0.49.6")
 	s := openStore(t, root, claim.Options{})
 	ctx := context.Background()
@@ -182,6 +187,7 @@ type listed = claimtest.Listed
 // Each filter claims exactly the issues of bd's own ready list that pass it,
 // in bd's order.
 func TestFiltersAgainstBdReady(t *testing.T) {
+	t.Parallel()
 	ready := claimtest.BdReady(t, "0.49.6", "priority")
 	c := cases(t, "0.49.6")
 	high := 1

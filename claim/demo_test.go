@@ -2,7 +2,6 @@ package claim_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"os"
 	"path/filepath"
@@ -27,20 +26,10 @@ func createDemo(t *testing.T, n int, seed uint64) claim.Demo {
 	return demo
 }
 
+// column is a query's one text column, sorted.
 func column(t *testing.T, conn *sql.DB, query string) []string {
 	t.Helper()
-	rows, err := conn.Query(query)
-	assert.NilError(t, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		assert.NilError(t, rows.Scan(&s))
-		out = append(out, s)
-	}
-	assert.NilError(t, rows.Err())
-	slices.Sort(out)
-	return out
+	return sorted(claimtest.Strings(t, conn, query))
 }
 
 func sorted(ids []string) []string { return slices.Sorted(slices.Values(ids)) }
@@ -155,14 +144,10 @@ func TestDemoRefusesExistingDatabase(t *testing.T) {
 	t.Parallel()
 	demo := createDemo(t, 20, 1)
 	dir := demo.Workspace.Root
-	b, err := os.ReadFile(demo.Workspace.DBPath)
-	assert.NilError(t, err)
-	before := sha256.Sum256(b)
-	_, err = claim.CreateDemo(context.Background(), dir, 20, 2)
+	before := claimtest.FileSum(t, demo.Workspace.DBPath)
+	_, err := claim.CreateDemo(context.Background(), dir, 20, 2)
 	assert.ErrorContains(t, err, "already holds a database")
-	b, err = os.ReadFile(demo.Workspace.DBPath)
-	assert.NilError(t, err)
-	assert.Equal(t, sha256.Sum256(b), before)
+	assert.Equal(t, claimtest.FileSum(t, demo.Workspace.DBPath), before)
 }
 
 func TestDemoUnwritablePath(t *testing.T) {
@@ -177,9 +162,7 @@ func TestDemoUnwritablePath(t *testing.T) {
 	assert.NilError(t, os.MkdirAll(filepath.Join(dir, "ws", ".beads", "beads.db"), 0o755))
 	_, err = claim.CreateDemo(context.Background(), filepath.Join(dir, "ws"), 10, 1)
 	assert.Assert(t, err != nil)
-	entries, err := os.ReadDir(filepath.Join(dir, "ws", ".beads"))
-	assert.NilError(t, err)
-	assert.Check(t, is.Len(entries, 1))
+	assert.Check(t, is.Len(claimtest.Names(t, filepath.Join(dir, "ws", ".beads")), 1))
 }
 
 // An empty demo is a valid, empty workspace.
@@ -198,6 +181,7 @@ func TestDemoEmpty(t *testing.T) {
 
 // Any failing write while seeding rolls the whole demo back.
 func TestSeedDemoIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	for name, ddl := range map[string]string{
 		"metadata": "CREATE TRIGGER t BEFORE INSERT ON metadata BEGIN SELECT RAISE(ABORT, 'no metadata'); END",
 		"issues":   "CREATE TRIGGER t BEFORE INSERT ON issues BEGIN SELECT RAISE(ABORT, 'no issues'); END",
@@ -212,9 +196,7 @@ func TestSeedDemoIsAllOrNothing(t *testing.T) {
 			assert.NilError(t, err)
 			_, err = claim.SeedDemo(context.Background(), conn, 200, 1)
 			assert.Assert(t, err != nil)
-			var n int
-			assert.NilError(t, conn.QueryRow("SELECT (SELECT count(*) FROM issues) + (SELECT count(*) FROM metadata)").Scan(&n))
-			assert.Equal(t, n, 0)
+			assert.Equal(t, claimtest.Count(t, conn, "SELECT (SELECT count(*) FROM issues) + (SELECT count(*) FROM metadata)"), 0)
 		})
 	}
 }

@@ -21,27 +21,18 @@ import (
 	"github.com/bdclaim/bd-claim/db"
 )
 
-// fileSum is the SHA-256 of a file's bytes.
-func fileSum(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	assert.NilError(t, err)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
 // openMustFail opens path expecting an error with code and message parts,
 // and checks that the file is byte-identical afterwards.
 func openMustFail(t *testing.T, path string, code Code, msg ...string) {
 	t.Helper()
-	before := fileSum(t, path)
+	before := claimtest.FileSum(t, path)
 	s, err := Open(context.Background(), Workspace{DBPath: path}, Options{})
 	assert.Assert(t, s == nil)
 	assert.Equal(t, ErrorCode(err), code, "%v", err)
 	for _, m := range msg {
 		assert.ErrorContains(t, err, m)
 	}
-	assert.Equal(t, fileSum(t, path), before, "Open changed %s", path)
+	assert.Equal(t, claimtest.FileSum(t, path), before, "Open changed %s", path)
 }
 
 // exec runs statements on a database outside the code under test.
@@ -110,6 +101,7 @@ func minimalDB(t *testing.T, table, omit, version string) string {
 // The minimal schema is enough: a bd v0.27 database reduced to the columns
 // a claim needs opens and claims. This is the control for the next test.
 func TestMinimalSchemaClaims(t *testing.T) {
+	t.Parallel()
 	path := minimalDB(t, "", "", "0.27.2")
 	s, err := Open(context.Background(), Workspace{DBPath: path}, Options{})
 	assert.NilError(t, err)
@@ -123,6 +115,7 @@ func TestMinimalSchemaClaims(t *testing.T) {
 // Every column a claim reads or writes is required: without any one of them
 // the database is SCHEMA_INCOMPATIBLE and left untouched.
 func TestOpenRefusesMissingColumn(t *testing.T) {
+	t.Parallel()
 	for _, tc := range minimalColumns {
 		for _, c := range strings.Split(tc.cols, ", ") {
 			col := strings.Fields(c)[0]
@@ -144,6 +137,7 @@ func TestOpenRefusesMissingColumn(t *testing.T) {
 }
 
 func TestOpenRefusesBadFiles(t *testing.T) {
+	t.Parallel()
 	fixtureDB := claimtest.DBPath(claimtest.Fixture(t, "0.49.6"))
 	full, err := os.ReadFile(fixtureDB)
 	assert.NilError(t, err)
@@ -165,9 +159,7 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 			path := filepath.Join(dir, "beads.db")
 			assert.NilError(t, os.WriteFile(path, tc.content, 0o644))
 			openMustFail(t, path, tc.code, tc.msg...)
-			entries, err := os.ReadDir(dir)
-			assert.NilError(t, err)
-			assert.Equal(t, len(entries), 1, "Open left files beside the database: %v", entries)
+			assert.DeepEqual(t, claimtest.Names(t, dir), []string{"beads.db"})
 		})
 	}
 	t.Run("missing file", func(t *testing.T) {
@@ -176,15 +168,15 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 		_, err := Open(context.Background(), Workspace{DBPath: path}, Options{})
 		assert.Equal(t, ErrorCode(err), EDBNotFound, "%v", err)
 		assert.ErrorContains(t, err, "the database cannot be opened")
-		entries, err := os.ReadDir(dir)
-		assert.NilError(t, err)
-		assert.Equal(t, len(entries), 0, "Open created %v", entries)
+		created := claimtest.Names(t, dir)
+		assert.Equal(t, len(created), 0, "Open created %v", created)
 	})
 }
 
 // Databases bd-claim cannot write faithfully: beads_rust's cache, an
 // unknown, too old or too new bd version.
 func TestOpenRefusesIncompatibleDatabases(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		stmts []string
@@ -211,6 +203,7 @@ func TestOpenRefusesIncompatibleDatabases(t *testing.T) {
 
 // The supported range is inclusive at both ends.
 func TestOpenAcceptsVersionBounds(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"0.27.0", "0.50.3", "v0.50.99-dev", "0.49.6 (abc123)"} {
 		path := claimtest.DBPath(claimtest.Fixture(t, "0.49.6"))
 		exec(t, path, fmt.Sprintf("UPDATE metadata SET value = '%s' WHERE key = 'bd_version'", v))
@@ -225,6 +218,7 @@ func TestOpenAcceptsVersionBounds(t *testing.T) {
 // A NULL bd_version is no version; a NULL id-pattern setting is unset. A
 // metadata table bd-claim cannot read is UNEXPECTED, with SQLite's reason.
 func TestOpenUnreadableMetadataAndConfig(t *testing.T) {
+	t.Parallel()
 	path := minimalDB(t, "", "", "")
 	exec(t, path, "INSERT INTO metadata (key, value) VALUES ('bd_version', NULL)")
 	openMustFail(t, path, ESchema, `metadata.bd_version is ""`)
@@ -244,6 +238,7 @@ func TestOpenUnreadableMetadataAndConfig(t *testing.T) {
 
 // excludeIDPatterns follows bd's versions and config rules.
 func TestExcludeIDPatterns(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		v, configured string
 		want          []string
@@ -266,6 +261,7 @@ func TestExcludeIDPatterns(t *testing.T) {
 
 // ready.exclude_id_patterns changes which ids are claimable, end to end.
 func TestExcludeIDPatternsDecideClaims(t *testing.T) {
+	t.Parallel()
 	ids := []string{"fx-foo-1", "fx-bar-1", "fx-wisp-1", "fx-mol-1"}
 	for _, tc := range []struct {
 		fixture, version, config string // version "" keeps the fixture's
@@ -410,6 +406,7 @@ func store(t *testing.T, version string, o Options) (*Store, string) {
 // claim: the issue row, the event and the dirty mark land together or not at
 // all. Once the fault is gone, the same store claims the same issue.
 func TestClaimIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, trigger string
 		code          Code
@@ -442,9 +439,7 @@ func TestClaimIsAllOrNothing(t *testing.T) {
 				iss, err = issueOf(s.Claim(context.Background(), Request{Agent: "faulty"}))
 				assert.NilError(t, err)
 				assert.Equal(t, iss.ID, want)
-				var events int
-				assert.NilError(t, claimtest.Open(t, path).QueryRow("SELECT count(*) FROM events").Scan(&events))
-				assert.Equal(t, events, len(before["events"])+1)
+				assert.Equal(t, claimtest.Count(t, claimtest.Open(t, path), "SELECT count(*) FROM events"), len(before["events"])+1)
 			})
 		}
 	}
@@ -452,6 +447,7 @@ func TestClaimIsAllOrNothing(t *testing.T) {
 
 // The compare-and-swap error names the issue that changed.
 func TestClaimCompareAndSwapNamesIssue(t *testing.T) {
+	t.Parallel()
 	s, path := store(t, "0.49.6", Options{})
 	exec(t, path, "CREATE TRIGGER fault BEFORE UPDATE ON issues BEGIN SELECT RAISE(IGNORE); END")
 	want := claimtest.Claimable(t, "0.49.6", "priority")[0]
@@ -511,6 +507,7 @@ func TestClaimBusyNoWait(t *testing.T) {
 
 // Requests are checked before the database is touched.
 func TestClaimRejectsBadRequests(t *testing.T) {
+	t.Parallel()
 	s, path := store(t, "0.49.6", Options{})
 	before := claimtest.Snapshot(t, path)
 	for _, tc := range []struct {
@@ -533,6 +530,7 @@ func TestClaimRejectsBadRequests(t *testing.T) {
 // A schema that changes under an open Store makes each step of a claim fail
 // with UNEXPECTED and write nothing, for a claim and for a dry run.
 func TestClaimSchemaChangedAfterOpen(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, change, msg string
 	}{
@@ -567,6 +565,7 @@ func TestClaimSchemaChangedAfterOpen(t *testing.T) {
 // The reads that explain a refused --id claim can fail too; the failure is
 // UNEXPECTED, not a misleading NOT_CLAIMABLE.
 func TestRefuseReadErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("issue state", func(t *testing.T) {
 		// bd's schema makes status NOT NULL; this one does not, so the
@@ -605,6 +604,7 @@ func TestRefuseReadErrors(t *testing.T) {
 // v0.36, then merge-request/gate/molecule/message, agent from v0.42, role
 // and rig from v0.48.
 func TestExcludedTypesByVersion(t *testing.T) {
+	t.Parallel()
 	c := claimtest.Cases(t, "0.47.1")
 	for _, tc := range []struct {
 		version  string
@@ -662,6 +662,7 @@ func lastOldValue(t *testing.T, path, id string) string {
 // legacy hash appends it raw, without a trailing NUL (computed here by hand
 // from the columns).
 func TestClaimLegacyExternalRef(t *testing.T) {
+	t.Parallel()
 	s, path, id := firstClaimable(t, "0.27.2", "external_ref = 'gh-42'")
 	iss, err := issueOf(s.Claim(context.Background(), Request{Agent: "ref-agent"}))
 	assert.NilError(t, err)
@@ -686,6 +687,7 @@ func TestClaimLegacyExternalRef(t *testing.T) {
 // Columns no fixture issue has set still reach the event payload the way
 // bd's json.Marshal prints them.
 func TestClaimEventPayloadUnusualColumns(t *testing.T) {
+	t.Parallel()
 	s, path, id := firstClaimable(t, "0.49.6",
 		`metadata = '{ "files" : [1, 2] }', crystallizes = 1, waiters = '["w1","w2"]', external_ref = 'jira-7', created_at = 'last tuesday'`)
 	iss, err := issueOf(s.Claim(context.Background(), Request{Agent: "payload", ID: id})) // its created_at no longer sorts
@@ -709,6 +711,7 @@ func TestClaimEventPayloadUnusualColumns(t *testing.T) {
 // Metadata that is not JSON makes bd's json.Marshal of the issue fail; bd
 // then records only the id, and the claim still succeeds.
 func TestClaimInvalidMetadataFallsBackToID(t *testing.T) {
+	t.Parallel()
 	_, err := json.Marshal(struct{ M json.RawMessage }{json.RawMessage(`{broken`)})
 	assert.ErrorContains(t, err, "invalid character", "Go's json.Marshal refuses invalid RawMessage, which is what bd runs")
 	s, path, id := firstClaimable(t, "0.49.6", `metadata = '{broken'`)
@@ -721,6 +724,7 @@ func TestClaimInvalidMetadataFallsBackToID(t *testing.T) {
 // waiters are hashed element by element, each followed by NUL; anything
 // but a JSON array of strings hashes as no waiters.
 func TestContentHashWaiters(t *testing.T) {
+	t.Parallel()
 	s := openFixture(t, "0.49.6")
 	id := claimtest.Claimable(t, "0.49.6", "priority")[0]
 	hashWith := func(waiters sql.NullString) string {
@@ -741,6 +745,7 @@ func TestContentHashWaiters(t *testing.T) {
 // A claim cancelled before it starts writes nothing, says INTERRUPTED and
 // keeps its cause for errors.Is.
 func TestClaimCancelledUnwraps(t *testing.T) {
+	t.Parallel()
 	s := openFixture(t, "0.49.6")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -82,6 +82,7 @@ func must[T any](t *testing.T) func(T, error) T {
 // clean to count its statements, then once per statement with that one
 // failing.
 func TestEveryStatementFailureRollsBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	first := func(t *testing.T) string { return claimtest.Claimable(t, "0.49.6", "priority")[0] }
 	leased := func(t *testing.T, s *Store, c *testClock) {
@@ -202,6 +203,7 @@ func TestEveryStatementFailureRollsBack(t *testing.T) {
 // A lease ends on a whole second, rounded up; a comment that is not a
 // lease (or a damaged one) has none.
 func TestLeaseComment(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 21, 7, 0, 0, 500_000_000, time.UTC)
 	l := newLease(now, 90*time.Second)
 	assert.Equal(t, l.Until, time.Date(2026, 11, 21, 7, 1, 31, 0, time.UTC))
@@ -216,6 +218,7 @@ func TestLeaseComment(t *testing.T) {
 // Nothing starts once the context is cancelled (a signal), and a closed
 // Store reports its error.
 func TestCancelledAndClosed(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s, _ := store(t, "0.49.6", Options{})
@@ -235,6 +238,7 @@ func TestCancelledAndClosed(t *testing.T) {
 // is held under claim 0: its holder can re-claim it, and --claim-id 0 is
 // no fence.
 func TestHeldWithoutClaimEvent(t *testing.T) {
+	t.Parallel()
 	s, path := store(t, "0.49.6", Options{})
 	id := claimtest.Claimable(t, "0.49.6", "priority")[0]
 	exec(t, path, "UPDATE issues SET status = 'in_progress', assignee = 'imp' WHERE id = '"+id+"'",

@@ -36,6 +36,7 @@ func expectedClaims(t *testing.T, version string, sort claim.Sort) []string {
 // Draining a real bd workspace claims exactly bd ready's issues, in bd
 // ready's order, for every fixture and sort policy.
 func TestClaimOrderMatchesBdReady(t *testing.T) {
+	t.Parallel()
 	for _, v := range versions {
 		for _, sort := range []claim.Sort{claim.SortPriority, claim.SortOldest, claim.SortHybrid} {
 			t.Run(v+"/"+string(sort), func(t *testing.T) {

@@ -20,30 +20,17 @@ func openFixture(t *testing.T, version string) *Store {
 	return s
 }
 
-func ids(t *testing.T, s *Store, query string) []string {
-	t.Helper()
-	rows, err := s.conn.Query(query)
-	assert.NilError(t, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		assert.NilError(t, rows.Scan(&id))
-		out = append(out, id)
-	}
-	return out
-}
-
 // bd's content hash, recomputed from the columns of every issue of the real
 // bd workspaces, equals what bd stored. bd does not recompute the hash when
 // it closes, deletes (tombstone) or migrates pinned to hooked, so those rows
 // keep a stale hash; every row bd created or updated matches.
 func TestContentHashMatchesBd(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string]int{"0.27.2": 55, "0.47.1": 87, "0.49.6": 87} {
 		t.Run(v, func(t *testing.T) {
 			s := openFixture(t, v)
 			matched := 0
-			for _, id := range ids(t, s, "SELECT id FROM issues ORDER BY id") {
+			for _, id := range claimtest.Strings(t, s.conn, "SELECT id FROM issues ORDER BY id") {
 				r, err := s.txn(context.Background(), nil).read(id)
 				assert.NilError(t, err)
 				if s.flavor.contentHash(r) == r.ContentHash {
@@ -62,6 +49,7 @@ func TestContentHashMatchesBd(t *testing.T) {
 // byte from the issue's columns (with the status, assignee and updated_at it
 // had before that change).
 func TestEventOldValueMatchesBd(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string]int{"0.27.2": 8, "0.47.1": 17, "0.49.6": 17} {
 		t.Run(v, func(t *testing.T) {
 			s := openFixture(t, v)

@@ -38,31 +38,16 @@ func lifecycle(t *testing.T, version string, p *claim.Policy) (*claim.Store, *sq
 	return s, claimtest.Open(t, claimtest.DBPath(root)), c
 }
 
+// comments are the bd comments of an issue, oldest first, as "author: text".
 func comments(t *testing.T, conn *sql.DB, id string) []string {
 	t.Helper()
-	rows, err := conn.Query("SELECT author || ': ' || text FROM comments WHERE issue_id = ? ORDER BY id", id)
-	assert.NilError(t, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		assert.NilError(t, rows.Scan(&s))
-		out = append(out, s)
-	}
-	return out
+	return claimtest.Strings(t, conn, "SELECT author || ': ' || text FROM comments WHERE issue_id = ? ORDER BY id", id)
 }
 
 func state(t *testing.T, conn *sql.DB, id string) (status, assignee string) {
 	t.Helper()
 	assert.NilError(t, conn.QueryRow("SELECT status, COALESCE(assignee, '') FROM issues WHERE id = ?", id).Scan(&status, &assignee))
 	return status, assignee
-}
-
-func count(t *testing.T, conn *sql.DB, query string, args ...any) int {
-	t.Helper()
-	var n int
-	assert.NilError(t, conn.QueryRow(query, args...).Scan(&n))
-	return n
 }
 
 func mustClaim(t *testing.T, s *claim.Store, req claim.Request) claim.Result {
@@ -77,6 +62,7 @@ func mustClaim(t *testing.T, s *claim.Store, req claim.Request) claim.Result {
 // with the reason in the event's comment, for every fixture version; the
 // claim it ends is the one the claim returned.
 func TestReleaseFootprint(t *testing.T) {
+	t.Parallel()
 	for _, v := range claimtest.Versions {
 		t.Run(v, func(t *testing.T) {
 			s, conn, c := lifecycle(t, v, nil)
@@ -129,6 +115,7 @@ func TestReleaseFootprint(t *testing.T) {
 // reaches max-failures abandons the issue with a label, as bd label add
 // writes it; reset clears both.
 func TestBackoffAndAbandon(t *testing.T) {
+	t.Parallel()
 	p := &claim.Policy{BackoffInitial: time.Minute, BackoffMultiplier: 2, BackoffMax: 3 * time.Minute, MaxFailures: 4, AbandonedLabel: "claim:abandoned"}
 	s, conn, c := lifecycle(t, "0.49.6", p)
 	ctx := context.Background()
@@ -177,7 +164,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 	assert.Assert(t, next.Issue.ID != id, "never handed out by claim-next")
 
 	// Reset: history cleared, label gone, claimable at once.
-	before := count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ?", id)
+	before := claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ?", id)
 	r, err := s.Reset(ctx, claim.ResetRequest{Actor: "ops", ID: id})
 	assert.NilError(t, err)
 	assert.Equal(t, r.Cleared, 4)
@@ -187,16 +174,16 @@ func TestBackoffAndAbandon(t *testing.T) {
 	assert.Equal(t, len(evs), 2)
 	assert.Equal(t, evs[0].Type+"|"+evs[0].Comment.String, "commented|bd-claim reset: cleared 4 failed attempts")
 	assert.Equal(t, evs[1].Type+"|"+evs[1].Comment.String, "label_removed|Removed label: claim:abandoned")
-	assert.Equal(t, count(t, conn, "SELECT count(*) FROM labels WHERE issue_id = ? AND label = 'claim:abandoned'", id), 0)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM labels WHERE issue_id = ? AND label = 'claim:abandoned'", id), 0)
 	next = mustClaim(t, s, claim.Request{Agent: "other", DryRun: true})
 	assert.Equal(t, next.Issue.ID, id)
 	// A second reset has nothing to do and writes nothing.
-	snap := count(t, conn, "SELECT count(*) FROM events")
+	snap := claimtest.Count(t, conn, "SELECT count(*) FROM events")
 	r, err = s.Reset(ctx, claim.ResetRequest{Actor: "ops", ID: id})
 	assert.NilError(t, err)
 	assert.Equal(t, r.Cleared, 0)
 	assert.Assert(t, !r.Label)
-	assert.Equal(t, count(t, conn, "SELECT count(*) FROM events"), snap)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events"), snap)
 
 	// A failure after the reset is attempt 1 again.
 	mustClaim(t, s, claim.Request{Agent: "w", ID: id})
@@ -210,6 +197,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 // The label alone abandons an issue too (a person may add it with bd), and
 // with max-failures 0 failures never do.
 func TestAbandonedLabelAndUnlimitedFailures(t *testing.T) {
+	t.Parallel()
 	p := &claim.Policy{BackoffInitial: 0, BackoffMultiplier: 2, BackoffMax: time.Hour, MaxFailures: 0, AbandonedLabel: "parked"}
 	s, conn, _ := lifecycle(t, "0.49.6", p)
 	ctx := context.Background()
@@ -238,6 +226,7 @@ func TestAbandonedLabelAndUnlimitedFailures(t *testing.T) {
 // over in one transaction, recording whose claim ended; the old holder's
 // claim id is stale from then on.
 func TestLeaseTakeover(t *testing.T) {
+	t.Parallel()
 	s, conn, c := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	a := mustClaim(t, s, claim.Request{Agent: "a", Lease: 30 * time.Second})
@@ -296,11 +285,12 @@ func TestLeaseTakeover(t *testing.T) {
 // A heartbeat rewrites the lease in the claim event: no row per beat, no
 // change to the issue. It keeps the claim's lease length unless told.
 func TestHeartbeat(t *testing.T) {
+	t.Parallel()
 	s, conn, c := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	got := mustClaim(t, s, claim.Request{Agent: "h", Lease: 10 * time.Second})
 	id := got.Issue.ID
-	events := count(t, conn, "SELECT count(*) FROM events")
+	events := claimtest.Count(t, conn, "SELECT count(*) FROM events")
 	var updated string
 	assert.NilError(t, conn.QueryRow("SELECT CAST(updated_at AS TEXT) FROM issues WHERE id = ?", id).Scan(&updated))
 	for range 5 {
@@ -314,7 +304,7 @@ func TestHeartbeat(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, hb.Lease.Until, c.now().Add(90*time.Minute))
 	assert.Equal(t, hb.Issue.ID, id)
-	assert.Equal(t, count(t, conn, "SELECT count(*) FROM events"), events, "no row per beat")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events"), events, "no row per beat")
 	var after string
 	assert.NilError(t, conn.QueryRow("SELECT CAST(updated_at AS TEXT) FROM issues WHERE id = ?", id).Scan(&after))
 	assert.Equal(t, after, updated)
@@ -345,6 +335,7 @@ func TestHeartbeat(t *testing.T) {
 // reap returns every expired claim to open in one transaction; a dry run
 // lists them and writes nothing.
 func TestReap(t *testing.T) {
+	t.Parallel()
 	s, conn, c := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	short := mustClaim(t, s, claim.Request{Agent: "short", Lease: 10 * time.Second})
@@ -353,11 +344,11 @@ func TestReap(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, len(none), 0)
 	c.advance(time.Minute)
-	events := count(t, conn, "SELECT count(*) FROM events")
+	events := claimtest.Count(t, conn, "SELECT count(*) FROM events")
 	list, err := s.Reap(ctx, "reaper", true)
 	assert.NilError(t, err)
 	assert.DeepEqual(t, list, []claim.Expired{{ID: short.Issue.ID, Holder: "short", ClaimID: short.ClaimID, LeaseUntil: short.Lease.Until}})
-	assert.Equal(t, count(t, conn, "SELECT count(*) FROM events"), events, "a dry run writes nothing")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events"), events, "a dry run writes nothing")
 	reaped, err := s.Reap(ctx, "reaper", false)
 	assert.NilError(t, err)
 	assert.DeepEqual(t, reaped, list)
@@ -379,6 +370,7 @@ func TestReap(t *testing.T) {
 // --max-held: claim-next returns no issue, with a reason, once the agent
 // holds that many; --id is refused; re-claiming a held issue still works.
 func TestMaxHeld(t *testing.T) {
+	t.Parallel()
 	s, _, _ := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	first := mustClaim(t, s, claim.Request{Agent: "cap", MaxHeld: 2})
@@ -402,6 +394,7 @@ func TestMaxHeld(t *testing.T) {
 // An --id re-claim of a held issue is the same claim; --claim-id fences
 // it, and a lease on it renews the lease.
 func TestReclaimFencing(t *testing.T) {
+	t.Parallel()
 	s, conn, c := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	got := mustClaim(t, s, claim.Request{Agent: "f", Lease: time.Minute})
@@ -441,6 +434,7 @@ func TestReclaimFencing(t *testing.T) {
 
 // Bad requests are refused before anything is read or written.
 func TestLifecycleBadRequests(t *testing.T) {
+	t.Parallel()
 	s, _, _ := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	id := expectedClaims(t, "0.49.6", claim.SortPriority)[0]
@@ -487,10 +481,11 @@ func TestLifecycleBadRequests(t *testing.T) {
 
 // --explain counts, rule by rule, the open issues each excludes.
 func TestExplain(t *testing.T) {
+	t.Parallel()
 	s, conn, _ := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
-	open := count(t, conn, "SELECT count(*) FROM issues WHERE status = 'open'")
-	blocked := count(t, conn, "SELECT count(*) FROM issues i WHERE status = 'open' AND EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = i.id)")
+	open := claimtest.Count(t, conn, "SELECT count(*) FROM issues WHERE status = 'open'")
+	blocked := claimtest.Count(t, conn, "SELECT count(*) FROM issues i WHERE status = 'open' AND EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = i.id)")
 	e, err := s.Explain(ctx, claim.Request{Agent: "why", Filters: claim.Filters{IncludeLabels: []string{"nope"}}})
 	assert.NilError(t, err)
 	assert.Equal(t, e.Open, open)

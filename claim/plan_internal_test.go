@@ -45,6 +45,7 @@ func planDetails(t *testing.T, path, query string, args []any) []string {
 // on bd-made workspaces of every supported schema and on a generated one,
 // with and without the planner statistics of ANALYZE.
 func TestClaimQueryPlanUsesIndexes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	workspaces := map[string]func(t *testing.T) string{}
 	for _, v := range claimtest.Versions {

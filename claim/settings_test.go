@@ -25,6 +25,7 @@ func writeConfig(t *testing.T, yaml string) claim.Workspace {
 // Settings: defaults, then .beads/config.yaml (nested under claim: or
 // flat claim.name keys), then BD_CLAIM_* variables, then Set (flags).
 func TestLoadSettings(t *testing.T) {
+	t.Parallel()
 	s, err := claim.LoadSettings(claim.Workspace{}, env())
 	assert.NilError(t, err)
 	assert.DeepEqual(t, s, claim.DefaultSettings())
@@ -66,6 +67,7 @@ claim.backoff-max: 2h
 }
 
 func TestSettingsErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ yaml, env, val, msg string }{
 		{yaml: "claim: [1, 2]", msg: "claim must be a mapping of settings"},
 		{yaml: "claim:\n  lease: [", msg: "is not valid YAML"},
@@ -110,6 +112,7 @@ func TestSettingsErrors(t *testing.T) {
 
 // Every setting is documented with its variable, config key and default.
 func TestSettingsHelp(t *testing.T) {
+	t.Parallel()
 	help := claim.SettingsHelp()
 	assert.Equal(t, len(help), 7)
 	for _, h := range help {

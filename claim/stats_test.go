@@ -15,6 +15,7 @@ import (
 // claims' age and lease, expired leases, backoff, abandoned, and the last
 // hour's events; ready agrees with --explain.
 func TestStats(t *testing.T) {
+	t.Parallel()
 	root := fixture(t, "0.49.6")
 	// Two days after bd made the fixture: none of its events is in the last hour.
 	c := newClock(claimtest.ReadyTime(t, "0.49.6").Add(48 * time.Hour).Truncate(time.Second))

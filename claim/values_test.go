@@ -11,6 +11,7 @@ import (
 )
 
 func TestValidateAgent(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, agent, err string
 	}{
@@ -36,6 +37,7 @@ func TestValidateAgent(t *testing.T) {
 }
 
 func TestParsePriority(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]int{
 		"0": 0, "4": 4, "P0": 0, "p3": 3, "critical": 0, "HIGH": 1, " medium ": 2, "low": 3, "backlog": 4,
 	} {
@@ -51,6 +53,7 @@ func TestParsePriority(t *testing.T) {
 }
 
 func TestFiltersValidate(t *testing.T) {
+	t.Parallel()
 	f := claim.Filters{}
 	assert.NilError(t, f.Validate())
 	assert.DeepEqual(t, f, claim.Filters{Sort: claim.SortPriority, IncludeLabels: []string{}, ExcludeLabels: []string{}, Types: []string{}})
@@ -69,6 +72,7 @@ func TestFiltersValidate(t *testing.T) {
 }
 
 func TestErrorCode(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, claim.ErrorCode(nil), claim.Code(""))
 	assert.Equal(t, claim.ErrorCode(errors.New("boom")), claim.EUnexpected)
 	wrapped := errors.Join(errors.New("context"), claim.Errorf(claim.EBusy, "locked %d", 1))
@@ -79,6 +83,7 @@ func TestErrorCode(t *testing.T) {
 }
 
 func TestParseVersion(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]claim.Version{
 		"0.49.6": {0, 49, 6}, "v0.27.2": {0, 27, 2}, "0.47.1-dev": {0, 47, 1}, "1.2.3 (dev)": {1, 2, 3},
 	} {

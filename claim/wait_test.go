@@ -10,6 +10,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
 // A waiting claim gives up after its wait with a reason, keeping the
@@ -34,13 +35,13 @@ func TestWaitTimesOut(t *testing.T) {
 func TestWaitInterrupted(t *testing.T) {
 	s, conn, _ := lifecycle(t, "0.49.6", nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	events := count(t, conn, "SELECT count(*) FROM events")
+	events := claimtest.Count(t, conn, "SELECT count(*) FROM events")
 	time.AfterFunc(100*time.Millisecond, cancel)
 	_, err := s.Claim(ctx, claim.Request{Agent: "w", Filters: claim.Filters{IncludeLabels: []string{"nope"}}, Wait: time.Minute})
 	assert.Equal(t, claim.ErrorCode(err), claim.EInterrupted)
 	assert.Assert(t, errors.Is(err, context.Canceled))
 	assert.Assert(t, is.Contains(claim.ErrorMessage(err), "nothing was written"))
-	assert.Equal(t, count(t, conn, "SELECT count(*) FROM events"), events)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events"), events)
 }
 
 // Another connection's commit wakes a waiting claim (PRAGMA

@@ -79,6 +79,7 @@ func find(t *testing.T, root string, l claim.Locate) (claim.Workspace, error) {
 }
 
 func TestFindWorkspace(t *testing.T) {
+	t.Parallel()
 	type want struct {
 		root, beadsDir, db, source string // relative to the temp dir; "" for root/beadsDir means none
 		code                       claim.Code
@@ -382,6 +383,7 @@ func TestFindWorkspaceRelativeToWorkingDirectory(t *testing.T) {
 // The walk resolves symlinks first, as bd does: a link to a directory inside
 // a workspace finds that workspace, not whatever lies above the link.
 func TestFindWorkspaceSymlinkedStart(t *testing.T) {
+	t.Parallel()
 	dir := tree(t, map[string]string{"real/.beads/beads.db": "x", "real/src/deep/": "", "links/.git/": ""})
 	link := filepath.Join(dir, "links", "deep")
 	if err := os.Symlink(filepath.Join(dir, "real/src/deep"), link); err != nil {
@@ -395,6 +397,7 @@ func TestFindWorkspaceSymlinkedStart(t *testing.T) {
 
 // Without a git root the walk goes up to the filesystem root and gives up.
 func TestFindWorkspaceWalkReachesFilesystemRoot(t *testing.T) {
+	t.Parallel()
 	dir := tree(t, map[string]string{"a/b/": ""})
 	for p := dir; ; p = filepath.Dir(p) {
 		if _, err := os.Stat(filepath.Join(p, ".beads")); err == nil {
@@ -414,6 +417,7 @@ func TestFindWorkspaceWalkReachesFilesystemRoot(t *testing.T) {
 
 // The workspace found for a real bd fixture opens and claims.
 func TestFindWorkspaceOnFixtureOpens(t *testing.T) {
+	t.Parallel()
 	root := fixture(t, "0.49.6")
 	real, err := filepath.EvalSymlinks(root)
 	assert.NilError(t, err)
@@ -429,6 +433,7 @@ func TestFindWorkspaceOnFixtureOpens(t *testing.T) {
 // A redirect that cannot be read is an error, not a silent fall-back to the
 // local database.
 func TestFindWorkspaceUnreadableRedirect(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	beads := filepath.Join(dir, ".beads")
 	assert.NilError(t, os.Mkdir(beads, 0o755))

@@ -36,7 +36,7 @@ func TestBdEnvironment(t *testing.T) {
 			// bd made a SQLite workspace that bd-claim finds and reads.
 			_, err := os.Stat(claimtest.DBPath(bd.dir))
 			assert.NilError(t, err)
-			out := bdClaim(t, bd.dir, 3, "--agent", "agent-x")
+			out := bdc(t, bd.dir, 3, "--agent", "agent-x")
 			assert.Check(t, is.Equal(out.Status, "ok"))
 			assert.Check(t, out.Issue == nil)
 		})
@@ -77,7 +77,7 @@ func TestBdSeesClaim(t *testing.T) {
 			claimtest.CopyFile(t, filepath.Join(bd.dir, ".beads", "issues.jsonl"), stale)
 
 			// The first claim, from outside the workspace, is what bd ready hands out first.
-			got := bdClaim(t, t.TempDir(), 0, "--agent", "agent-x", "--workspace", bd.dir)
+			got := bdc(t, t.TempDir(), 0, "--agent", "agent-x", "--workspace", bd.dir)
 			assert.Assert(t, got.Issue != nil)
 			assert.Equal(t, got.Issue.ID, top)
 			row := readDBIssue(t, bd.db(), top)
@@ -126,12 +126,12 @@ func TestBdSeesClaim(t *testing.T) {
 			sub := filepath.Join(bd.dir, "sub")
 			assert.NilError(t, os.Mkdir(sub, 0o755))
 			for _, want := range claimable[1:] {
-				got := bdClaim(t, sub, 0, "--agent", "agent-x")
+				got := bdc(t, sub, 0, "--agent", "agent-x")
 				assert.Assert(t, got.Issue != nil)
 				assert.Equal(t, got.Issue.ID, want)
 				assert.Check(t, is.Equal(bd.show(want).Status, "in_progress"))
 			}
-			assert.Check(t, bdClaim(t, sub, 3, "--agent", "agent-x").Issue == nil)
+			assert.Check(t, bdc(t, sub, 3, "--agent", "agent-x").Issue == nil)
 			assert.Check(t, is.Equal(readDBIssue(t, bd.db(), blocked).Status, "open"))
 			heldRow := readDBIssue(t, bd.db(), held)
 			assert.Check(t, is.Equal(heldRow.Status+"/"+heldRow.Assignee, "open/someone"))
@@ -147,7 +147,7 @@ func TestBdSeesClaim(t *testing.T) {
 			for _, id := range []string{child, epic} {
 				assert.Check(t, is.Equal(fmt.Sprint(jsonl[id]["status"], "/", jsonl[id]["assignee"]), "in_progress/agent-x"), id)
 			}
-			got = bdClaim(t, sub, 0, "--agent", "agent-x")
+			got = bdc(t, sub, 0, "--agent", "agent-x")
 			assert.Assert(t, got.Issue != nil)
 			assert.Equal(t, got.Issue.ID, blocked)
 			assert.Check(t, is.Equal(bd.show(blocked).Status, "in_progress"))
@@ -179,7 +179,7 @@ func TestContentHashParityWithBd(t *testing.T) {
 			var lastEvent int64
 			assert.NilError(t, conn.QueryRow("SELECT MAX(id) FROM events").Scan(&lastEvent))
 
-			got := bdClaim(t, bd.dir, 0, "--agent", "agent-a")
+			got := bdc(t, bd.dir, 0, "--agent", "agent-a")
 			assert.Assert(t, got.Issue != nil)
 			assert.Equal(t, got.Issue.ID, viaBdClaim) // the oldest of equals
 			// --no-auto-flush keeps every dirty mark for the comparison below.
@@ -406,7 +406,7 @@ func TestBdAndBdClaimConcurrently(t *testing.T) {
 					if r.ExitCode != 0 {
 						continue
 					}
-					var out claimOutput
+					var out result
 					assert.NilError(t, json.Unmarshal([]byte(r.Stdout()), &out), r.Combined())
 					assert.Assert(t, out.Issue != nil, r.Combined())
 					id := out.Issue.ID

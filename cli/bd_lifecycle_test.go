@@ -26,39 +26,14 @@ import (
 // abandonedLabel is the default label of an abandoned issue.
 const abandonedLabel = "claim:abandoned"
 
-// lifecycleOutput is the JSON of claim, release, heartbeat, reset and reap.
-type lifecycleOutput struct {
-	Status         string        `json:"status"`
-	Agent          string        `json:"agent"`
-	Issue          *claim.Issue  `json:"issue"`
-	ClaimID        int64         `json:"claim_id"`
-	LeaseExpiresAt *time.Time    `json:"lease_expires_at"`
-	TookOver       *claim.Holder `json:"took_over"`
-	Attempt        *struct {
-		Failures  int        `json:"failures"`
-		RetryAt   *time.Time `json:"retry_at"`
-		Abandoned bool       `json:"abandoned"`
-	} `json:"attempt"`
-	Reset *struct {
-		Cleared      int  `json:"cleared_failures"`
-		LabelRemoved bool `json:"label_removed"`
-	} `json:"reset"`
-	Reaped []claim.Expired `json:"reaped"`
-	Error  *struct {
-		Code    claim.Code `json:"code"`
-		Message string     `json:"message"`
-		Holder  string     `json:"holder"`
-	} `json:"error"`
-}
-
 // bdc runs bd-claim ARGS --json --quiet in dir (ARGS may start with a
 // command: release, heartbeat...), requires exit status want and decodes
 // the output.
-func bdc(t *testing.T, dir string, want int, args ...string) lifecycleOutput {
+func bdc(t *testing.T, dir string, want int, args ...string) result {
 	t.Helper()
 	r := run(t, dir, nil, slices.Concat(args, []string{"--json", "--quiet"})...)
 	r.Assert(t, icmd.Expected{ExitCode: want})
-	var out lifecycleOutput
+	var out result
 	assert.NilError(t, json.Unmarshal([]byte(r.Stdout()), &out), r.Combined())
 	if want == 0 || want == 3 { // 3: nothing to claim is no error
 		assert.Assert(t, out.Status == "ok" && out.Error == nil, r.Combined())
@@ -69,7 +44,7 @@ func bdc(t *testing.T, dir string, want int, args ...string) lifecycleOutput {
 }
 
 // refused runs a bd-claim command that must be refused (exit 7) with code.
-func refused(t *testing.T, dir string, code claim.Code, args ...string) lifecycleOutput {
+func refused(t *testing.T, dir string, code claim.Code, args ...string) result {
 	t.Helper()
 	out := bdc(t, dir, 7, args...)
 	assert.Check(t, is.Equal(out.Error.Code, code), "bd-claim %s: %s", strings.Join(args, " "), out.Error.Message)
@@ -254,13 +229,6 @@ func lastEventID(t *testing.T, conn *sql.DB) int64 {
 	return id
 }
 
-func countRows(t *testing.T, conn *sql.DB, table string) int {
-	t.Helper()
-	var n int
-	assert.NilError(t, conn.QueryRow("SELECT count(*) FROM "+table).Scan(&n))
-	return n
-}
-
 // checkIntegrity runs SQLite's own checks on the workspace's database.
 func checkIntegrity(t *testing.T, conn *sql.DB) {
 	t.Helper()
@@ -309,7 +277,7 @@ func testBdLifecycleRelease(t *testing.T, version, claimEvent string, exportsCom
 	created := readDBIssue(t, conn, viaRelease)
 	assert.Equal(t, readDBIssue(t, conn, viaUpdate).ContentHash, created.ContentHash)
 
-	claims := map[string]lifecycleOutput{}
+	claims := map[string]result{}
 	for _, id := range []string{viaRelease, viaUpdate} {
 		c := bdc(t, bd.dir, 0, "--agent", "agent-a", "--id", id)
 		assert.Assert(t, c.Issue != nil && c.Issue.ID == id)
@@ -580,7 +548,7 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 	done := bd.create("Closed while leased", "-d", "x", "-l", "done")
 	conn := bd.db()
 
-	claims := map[string]lifecycleOutput{}
+	claims := map[string]result{}
 	var latest time.Time
 	for _, id := range []string{taken, reaped, kept, done} {
 		c := bdc(t, bd.dir, 0, "--agent", "agent-a", "--id", id, "--lease", "1s")
@@ -593,12 +561,12 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 	}
 
 	// A heartbeat rewrites the claim event's lease and nothing bd reads.
-	row, cols, events := readDBIssue(t, conn, kept), issueColumns(t, conn, kept), countRows(t, conn, "events")
+	row, cols, events := readDBIssue(t, conn, kept), issueColumns(t, conn, kept), claimtest.Count(t, conn, "SELECT count(*) FROM events")
 	hb := bdc(t, bd.dir, 0, "heartbeat", "--agent", "agent-a", "--id", kept, "--lease", "1h")
 	assert.Check(t, is.Equal(hb.ClaimID, claims[kept].ClaimID))
 	assert.Assert(t, hb.LeaseExpiresAt != nil)
 	assert.Check(t, time.Until(*hb.LeaseExpiresAt) > 59*time.Minute, "lease until %s", hb.LeaseExpiresAt)
-	assert.Check(t, is.Equal(countRows(t, conn, "events"), events))
+	assert.Check(t, is.Equal(claimtest.Count(t, conn, "SELECT count(*) FROM events"), events))
 	assert.Check(t, is.DeepEqual(readDBIssue(t, conn, kept), row))
 	assert.Check(t, is.DeepEqual(issueColumns(t, conn, kept), cols))
 	var comment string
@@ -733,7 +701,7 @@ func testBdLifecycleCompletion(t *testing.T, version string) {
 	bd.as("agent-a").ok("close", id, "--reason", "done")
 	shown := bd.show(id)
 	assert.Check(t, is.Equal(shown.Status, "closed"))
-	row, events := readDBIssue(t, conn, id), countRows(t, conn, "events")
+	row, events := readDBIssue(t, conn, id), claimtest.Count(t, conn, "SELECT count(*) FROM events")
 
 	rel := refused(t, bd.dir, claim.ENotClaimable, "release", "--agent", "agent-a", "--id", id)
 	assert.Check(t, is.Contains(rel.Error.Message, "closed"))
@@ -749,7 +717,7 @@ func testBdLifecycleCompletion(t *testing.T, version string) {
 
 	// Nothing of that was written.
 	assert.Check(t, is.DeepEqual(readDBIssue(t, conn, id), row))
-	assert.Check(t, is.Equal(countRows(t, conn, "events"), events))
+	assert.Check(t, is.Equal(claimtest.Count(t, conn, "SELECT count(*) FROM events"), events))
 	assert.Check(t, is.Equal(bd.show(id).Status, "closed"))
 	control := bdClosedControl(t, bd)
 	sameCollisions(t, bd, id, control)

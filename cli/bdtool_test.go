@@ -169,19 +169,6 @@ func jsonLines(t *testing.T, file string) map[string]map[string]any {
 // db opens the workspace's database for inspection.
 func (b *bdTool) db() *sql.DB { return claimtest.Open(b.t, claimtest.DBPath(b.dir)) }
 
-type claimOutput = result
-
-// bdClaim runs bd-claim --json ARGS in dir and requires exit status want;
-// it returns the decoded output.
-func bdClaim(t *testing.T, dir string, want int, args ...string) claimOutput {
-	t.Helper()
-	r := run(t, dir, nil, append([]string{"--json", "--quiet"}, args...)...)
-	r.Assert(t, icmd.Expected{ExitCode: want})
-	var out claimOutput
-	assert.NilError(t, json.Unmarshal([]byte(r.Stdout()), &out), r.Combined())
-	return out
-}
-
 // dbIssue is what the database says of one issue (timestamps as the text
 // bd stored: the driver would otherwise parse DATETIME columns).
 type dbIssue struct {

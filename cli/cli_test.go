@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -22,15 +22,33 @@ import (
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
+// result is the JSON envelope of every bd-claim command: claim, release,
+// heartbeat, reset and reap.
 type result struct {
-	Status string       `json:"status"`
-	Agent  string       `json:"agent"`
-	DryRun bool         `json:"dry_run"`
-	Issue  *claim.Issue `json:"issue"`
-	Error  *struct {
-		Code    claim.Code `json:"code"`
-		Message string     `json:"message"`
-		Holder  string     `json:"holder"`
+	Status         string        `json:"status"`
+	Agent          string        `json:"agent"`
+	DryRun         bool          `json:"dry_run"`
+	Issue          *claim.Issue  `json:"issue"`
+	ClaimID        int64         `json:"claim_id"`
+	LeaseExpiresAt *time.Time    `json:"lease_expires_at"`
+	TookOver       *claim.Holder `json:"took_over"`
+	Reason         string        `json:"reason"`
+	Attempt        *struct {
+		Failures  int        `json:"failures"`
+		RetryAt   *time.Time `json:"retry_at"`
+		Abandoned bool       `json:"abandoned"`
+	} `json:"attempt"`
+	Reset *struct {
+		Cleared      int  `json:"cleared_failures"`
+		LabelRemoved bool `json:"label_removed"`
+	} `json:"reset"`
+	Explain *claim.Explanation `json:"explain"`
+	Reaped  []claim.Expired    `json:"reaped"`
+	Error   *struct {
+		Code          claim.Code `json:"code"`
+		Message       string     `json:"message"`
+		Holder        string     `json:"holder"`
+		HolderClaimID int64      `json:"holder_claim_id"`
 	} `json:"error"`
 }
 
@@ -41,14 +59,8 @@ func decode(t *testing.T, r *icmd.Result) result {
 	return out
 }
 
-func fileSum(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	assert.NilError(t, err)
-	return fmt.Sprintf("%x", sha256.Sum256(b))
-}
-
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	r := run(t, t.TempDir(), nil, "--help")
 	r.Assert(t, icmd.Success)
 	golden.Assert(t, r.Stdout(), "help.golden")
@@ -59,6 +71,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	run(t, t.TempDir(), nil, "version").Assert(t, icmd.Expected{Out: "bd-claim dev"})
 }
 
@@ -209,7 +222,7 @@ func TestBadInput(t *testing.T) {
 			before := listFiles(t, dir)
 			var sums map[string]string
 			if db := filepath.Join(dir, ".beads", "beads.db"); fileExists(db) {
-				sums = map[string]string{db: fileSum(t, db)}
+				sums = map[string]string{db: claimtest.FileSum(t, db)}
 			}
 			r := run(t, dir, nil, append(args, "--quiet")...)
 			r.Assert(t, icmd.Expected{ExitCode: tc.exit})
@@ -225,7 +238,7 @@ func TestBadInput(t *testing.T) {
 				assert.Assert(t, is.Contains(out.Error.Message, tc.msg))
 			}
 			for path, sum := range sums {
-				assert.Equal(t, fileSum(t, path), sum, "database changed")
+				assert.Equal(t, claimtest.FileSum(t, path), sum, "database changed")
 			}
 			assert.DeepEqual(t, listFiles(t, dir), before)
 		})
@@ -276,9 +289,7 @@ func TestDemo(t *testing.T) {
 	assert.Assert(t, fileExists(filepath.Join(m[1], ".beads", "beads.db")))
 	tmp := t.TempDir()
 	run(t, t.TempDir(), []string{"TMPDIR=" + tmp}, "demo", "--agents", "3", "--issues", "30").Assert(t, icmd.Expected{Out: "verdict: PASS"})
-	left, err := os.ReadDir(tmp)
-	assert.NilError(t, err)
-	assert.Equal(t, len(left), 0, "the demo workspace is removed without --keep")
+	assert.Equal(t, len(claimtest.Names(t, tmp)), 0, "the demo workspace is removed without --keep")
 	run(t, t.TempDir(), nil, "demo", "--agents", "0").Assert(t, icmd.Expected{ExitCode: 2, Err: "INVALID_ARGUMENT"})
 	run(t, t.TempDir(), nil, "demo", "--bogus").Assert(t, icmd.Expected{ExitCode: 2, Err: "unknown flag"})
 	run(t, t.TempDir(), []string{"TMPDIR=/nonexistent"}, "demo").Assert(t, icmd.Expected{ExitCode: 1, Err: "bd-claim demo:"})

@@ -14,6 +14,7 @@ import (
 
 // The demo's verdict catches every way a drain can go wrong.
 func TestVerdict(t *testing.T) {
+	t.Parallel()
 	d := claim.Demo{Ready: []string{"a", "b"}, Blocked: []string{"x"}}
 	assert.Assert(t, len(verdict(d, [][]string{{"a"}, {"b"}})) == 0)
 	assert.DeepEqual(t, verdict(d, [][]string{{"a", "b"}, {"b"}}), []string{"b claimed 2 times [agent-1 agent-2]", "3 claims for 2 ready issues"})
@@ -22,11 +23,13 @@ func TestVerdict(t *testing.T) {
 }
 
 func TestRaceReportsAgentErrors(t *testing.T) {
+	t.Parallel()
 	_, err := race(context.Background(), claim.Workspace{DBPath: filepath.Join(t.TempDir(), "missing.db")}, 2)
 	assert.ErrorContains(t, err, "DB_NOT_FOUND")
 }
 
 func TestReport(t *testing.T) {
+	t.Parallel()
 	d := claim.Demo{Ready: []string{"a", "b"}}
 	var out strings.Builder
 	assert.NilError(t, report(&out, d, [][]string{{"a", "b"}, {}}, time.Second))
@@ -42,6 +45,7 @@ func TestReport(t *testing.T) {
 }
 
 func TestDemoCannotCreateWorkspace(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	err := demo(context.Background(), "/dev/null/demo", 2, 10, &out)
 	assert.ErrorContains(t, err, "not a directory")
@@ -50,6 +54,7 @@ func TestDemoCannotCreateWorkspace(t *testing.T) {
 
 // Claim ages print short.
 func TestAge(t *testing.T) {
+	t.Parallel()
 	for d, want := range map[time.Duration]string{
 		45 * time.Second: "45s", 12*time.Minute + 30*time.Second: "12m", 3*time.Hour + 5*time.Minute: "3h5m",
 		52 * time.Hour: "2d4h", 1500 * time.Millisecond: "1s",

@@ -23,46 +23,17 @@ import (
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
-// lcOut is the JSON envelope of claim, release, heartbeat, reset and reap.
-type lcOut struct {
-	Status         string        `json:"status"`
-	Agent          string        `json:"agent"`
-	DryRun         bool          `json:"dry_run"`
-	Issue          *claim.Issue  `json:"issue"`
-	ClaimID        int64         `json:"claim_id"`
-	LeaseExpiresAt *time.Time    `json:"lease_expires_at"`
-	TookOver       *claim.Holder `json:"took_over"`
-	Reason         string        `json:"reason"`
-	Attempt        *struct {
-		Failures  int        `json:"failures"`
-		RetryAt   *time.Time `json:"retry_at"`
-		Abandoned bool       `json:"abandoned"`
-	} `json:"attempt"`
-	Reset *struct {
-		Cleared      int  `json:"cleared_failures"`
-		LabelRemoved bool `json:"label_removed"`
-	} `json:"reset"`
-	Explain *claim.Explanation `json:"explain"`
-	Reaped  []claim.Expired    `json:"reaped"`
-	Error   *struct {
-		Code          claim.Code `json:"code"`
-		Message       string     `json:"message"`
-		Holder        string     `json:"holder"`
-		HolderClaimID int64      `json:"holder_claim_id"`
-	} `json:"error"`
-}
-
 // lc runs bd-claim with --quiet and decodes its JSON.
-func lc(t *testing.T, dir string, env []string, args ...string) (lcOut, *icmd.Result) {
+func lc(t *testing.T, dir string, env []string, args ...string) (result, *icmd.Result) {
 	t.Helper()
 	r := run(t, dir, env, append(args, "--quiet")...)
-	var out lcOut
+	var out result
 	assert.NilError(t, json.Unmarshal([]byte(r.Stdout()), &out), "bd-claim %q: exit %d, stdout %q, stderr %q", args, r.ExitCode, r.Stdout(), r.Stderr())
 	return out, r
 }
 
 // lcOK runs bd-claim and requires exit 0.
-func lcOK(t *testing.T, dir string, env []string, args ...string) lcOut {
+func lcOK(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
 	out, r := lc(t, dir, env, args...)
 	assert.Equal(t, r.ExitCode, 0, "bd-claim %q: stdout %q", args, r.Stdout())
@@ -70,11 +41,10 @@ func lcOK(t *testing.T, dir string, env []string, args ...string) lcOut {
 	return out
 }
 
+// countEvents counts the events rows of a workspace.
 func countEvents(t *testing.T, root string) int {
 	t.Helper()
-	var n int
-	assert.NilError(t, claimtest.Open(t, claimtest.DBPath(root)).QueryRow("SELECT count(*) FROM events").Scan(&n))
-	return n
+	return claimtest.Count(t, claimtest.Open(t, claimtest.DBPath(root)), "SELECT count(*) FROM events")
 }
 
 func eventComment(t *testing.T, root string, id int64) string {
@@ -248,7 +218,7 @@ func TestLifecycleBadInput(t *testing.T) {
 			root := claimtest.Fixture(t, "0.49.6")
 			s := tc.setup(t, root)
 			db := claimtest.DBPath(root)
-			before, sum := listFiles(t, root), fileSum(t, db)
+			before, sum := listFiles(t, root), claimtest.FileSum(t, db)
 			events := countEvents(t, root)
 			out, r := lc(t, root, s.env, s.args...)
 			r.Assert(t, icmd.Expected{ExitCode: tc.exit})
@@ -260,7 +230,7 @@ func TestLifecycleBadInput(t *testing.T) {
 			assert.Equal(t, out.Error.HolderClaimID, s.holderClaimID)
 			assert.Assert(t, out.Issue == nil && out.ClaimID == 0 && out.Attempt == nil)
 			assert.Equal(t, countEvents(t, root), events)
-			assert.Equal(t, fileSum(t, db), sum, "database changed")
+			assert.Equal(t, claimtest.FileSum(t, db), sum, "database changed")
 			assert.DeepEqual(t, listFiles(t, root), before)
 		})
 	}
@@ -341,10 +311,8 @@ func TestLifecycleReleaseFailed(t *testing.T) {
 	assert.Assert(t, !rel.Attempt.RetryAt.Before(lo) && !rel.Attempt.RetryAt.After(hi), "retry_at %s, want %s..%s", rel.Attempt.RetryAt, lo, hi)
 	assert.Equal(t, rel.Issue.Status, "open")
 	assert.Equal(t, rel.Issue.Assignee, "")
-	var comments int
-	assert.NilError(t, claimtest.Open(t, claimtest.DBPath(root)).QueryRow(
-		"SELECT count(*) FROM comments WHERE issue_id = ? AND text LIKE '%attempt 1 by f failed: tests broke%'", id).Scan(&comments))
-	assert.Equal(t, comments, 1)
+	assert.Equal(t, claimtest.Count(t, claimtest.Open(t, claimtest.DBPath(root)),
+		"SELECT count(*) FROM comments WHERE issue_id = ? AND text LIKE '%attempt 1 by f failed: tests broke%'", id), 1)
 
 	// In backoff: --id is refused with the time, claim-next skips it, stats lists it.
 	out, r := lc(t, root, nil, "--agent", "g", "--id", id)
@@ -393,27 +361,17 @@ func TestLifecycleReleaseFailed(t *testing.T) {
 
 	// reset of an issue with no failures changes nothing.
 	other := claimtest.Cases(t, "0.49.6")["A02"].ID
-	sum := fileSum(t, claimtest.DBPath(root))
+	sum := claimtest.FileSum(t, claimtest.DBPath(root))
 	res = lcOK(t, root, nil, "reset", "--id", other, "--agent", "ops")
 	assert.Equal(t, res.Agent, "ops")
 	assert.Equal(t, res.Reset.Cleared, 0)
 	assert.Assert(t, !res.Reset.LabelRemoved)
-	assert.Equal(t, fileSum(t, claimtest.DBPath(root)), sum)
+	assert.Equal(t, claimtest.FileSum(t, claimtest.DBPath(root)), sum)
 }
 
 func labels(t *testing.T, root, id string) []string {
 	t.Helper()
-	rows, err := claimtest.Open(t, claimtest.DBPath(root)).Query("SELECT label FROM labels WHERE issue_id = ? ORDER BY label", id)
-	assert.NilError(t, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var l string
-		assert.NilError(t, rows.Scan(&l))
-		out = append(out, l)
-	}
-	assert.NilError(t, rows.Err())
-	return out
+	return claimtest.Strings(t, claimtest.Open(t, claimtest.DBPath(root)), "SELECT label FROM labels WHERE issue_id = ? ORDER BY label", id)
 }
 
 func stats(t *testing.T, root string, env []string, args ...string) claim.Stats {
@@ -467,7 +425,7 @@ func TestLifecycleMaxHeld(t *testing.T) {
 // --dry-run --explain counts, per rule, the open issues it excludes.
 func TestLifecycleExplain(t *testing.T) {
 	root := claimtest.Fixture(t, "0.49.6")
-	sum := fileSum(t, claimtest.DBPath(root))
+	sum := claimtest.FileSum(t, claimtest.DBPath(root))
 	out, r := lc(t, root, nil, "--agent", "e", "--dry-run", "--explain", "--label", "no-such-label")
 	r.Assert(t, icmd.Expected{ExitCode: 3})
 	assert.Assert(t, out.DryRun && out.Issue == nil)
@@ -488,7 +446,7 @@ func TestLifecycleExplain(t *testing.T) {
 	h := run(t, root, nil, "--agent", "e", "--dry-run", "--explain", "--label", "no-such-label", "--human", "--quiet")
 	h.Assert(t, icmd.Expected{ExitCode: 3, Out: "open issues excluded, by rule:"})
 	assert.Assert(t, is.Regexp(`label:no-such-label\s+`+fmt.Sprint(e.Open)+`\n`, h.Stdout()))
-	assert.Equal(t, fileSum(t, claimtest.DBPath(root)), sum)
+	assert.Equal(t, claimtest.FileSum(t, claimtest.DBPath(root)), sum)
 }
 
 // stats: the documented JSON keys and the human table, and leases that
@@ -553,10 +511,10 @@ func TestLifecycleStats(t *testing.T) {
 	assert.Assert(t, !strings.HasPrefix(h.Stdout(), "{"))
 
 	// reap --dry-run lists both and writes nothing.
-	dbSum := fileSum(t, claimtest.DBPath(root))
+	dbSum := claimtest.FileSum(t, claimtest.DBPath(root))
 	dry := lcOK(t, root, nil, "reap", "--dry-run")
 	assert.Equal(t, len(dry.Reaped), 2)
-	assert.Equal(t, fileSum(t, claimtest.DBPath(root)), dbSum)
+	assert.Equal(t, claimtest.FileSum(t, claimtest.DBPath(root)), dbSum)
 
 	// A takeover of one by --id, then a reap of the other.
 	took := lcOK(t, root, nil, "--agent", "taker", "--id", a, "--lease", "1m")
@@ -636,7 +594,7 @@ type raceOp struct {
 	issue   string
 	claimID int64 // the one given, for heartbeat, release, failed, reclaim
 	exit    int
-	out     lcOut
+	out     result
 	raw     string
 	err     error
 }
@@ -854,8 +812,7 @@ func TestLifecycleRace(t *testing.T) {
 				t.Errorf("%s: claim %d after it was abandoned", id, e.id)
 			}
 		}
-		var labelled int
-		assert.NilError(t, conn.QueryRow("SELECT count(*) FROM labels WHERE issue_id = ? AND label = 'claim:abandoned'", id).Scan(&labelled))
+		labelled := claimtest.Count(t, conn, "SELECT count(*) FROM labels WHERE issue_id = ? AND label = 'claim:abandoned'", id)
 		assert.Equal(t, labelled == 1, n >= 3, "%s: %d failures, labelled %d", id, n, labelled)
 	}
 	// Every output matches the database, and nothing was written that no
@@ -927,7 +884,7 @@ func TestWaitSignal(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			root := claimtest.Fixture(t, "0.49.6")
 			db := claimtest.DBPath(root)
-			files, sum := listFiles(t, root), fileSum(t, db)
+			files, sum := listFiles(t, root), claimtest.FileSum(t, db)
 			r := start(t, root, nil, "--agent", "w", "--label", "no-such-label", "--wait", "30s", "--log-level", "debug")
 			waitForLog(t, r, "issue_claim_waiting")
 			time.Sleep(300 * time.Millisecond)
@@ -939,13 +896,13 @@ func TestWaitSignal(t *testing.T) {
 			assert.Assert(t, !r.Timeout, "still running 5s after %s", sig)
 			assert.Assert(t, took < 2*time.Second, "exited %s after %s", took, sig)
 			assert.Equal(t, r.ExitCode, 130, "stdout %q stderr %q", r.Stdout(), r.Stderr())
-			var out lcOut
+			var out result
 			assert.NilError(t, json.Unmarshal([]byte(r.Stdout()), &out), r.Stdout())
 			assert.Equal(t, out.Status, "error")
 			assert.Equal(t, out.Error.Code, claim.EInterrupted)
 			assert.Assert(t, is.Contains(out.Error.Message, "nothing was written"))
 			assert.Assert(t, is.Contains(r.Stderr(), `"code":"INTERRUPTED"`))
-			assert.Equal(t, fileSum(t, db), sum, "database changed")
+			assert.Equal(t, claimtest.FileSum(t, db), sum, "database changed")
 			assert.DeepEqual(t, listFiles(t, root), files)
 		})
 	}
@@ -973,7 +930,7 @@ func TestWaitRelease(t *testing.T) {
 	assert.Equal(t, w.ExitCode, 0, "stdout %q stderr %q", w.Stdout(), w.Stderr())
 	assert.Assert(t, time.Since(released) < 1500*time.Millisecond, "took %s after the release", time.Since(released))
 	assert.Assert(t, time.Since(began) < 4*time.Second, "took %s in all", time.Since(began))
-	var out lcOut
+	var out result
 	assert.NilError(t, json.Unmarshal([]byte(w.Stdout()), &out), w.Stdout())
 	assert.Equal(t, out.Issue.ID, c2)
 	assert.Equal(t, out.Issue.Assignee, "w")
@@ -983,7 +940,7 @@ func TestWaitRelease(t *testing.T) {
 // A wait that runs out exits 3 with the reason.
 func TestWaitTimeout(t *testing.T) {
 	root := claimtest.Fixture(t, "0.49.6")
-	sum := fileSum(t, claimtest.DBPath(root))
+	sum := claimtest.FileSum(t, claimtest.DBPath(root))
 	began := time.Now()
 	out, r := lc(t, root, nil, "--agent", "w", "--label", "no-such-label", "--wait", "300ms")
 	took := time.Since(began)
@@ -997,5 +954,5 @@ func TestWaitTimeout(t *testing.T) {
 	out, r = lc(t, root2, nil, "--agent", "w", "--max-held", "1", "--wait", "200ms")
 	r.Assert(t, icmd.Expected{ExitCode: 3})
 	assert.Equal(t, out.Reason, "nothing became claimable within 200ms (agent w already holds 1 in_progress issues (max held 1))")
-	assert.Equal(t, fileSum(t, claimtest.DBPath(root)), sum)
+	assert.Equal(t, claimtest.FileSum(t, claimtest.DBPath(root)), sum)
 }

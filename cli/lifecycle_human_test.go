@@ -141,6 +141,7 @@ func TestHumanLogs(t *testing.T) {
 // help COMMAND and COMMAND --help print the command's usage; claim is the
 // default command's name too.
 func TestLifecycleHelp(t *testing.T) {
+	t.Parallel()
 	root := claimtest.Fixture(t, "0.49.6")
 	for _, args := range [][]string{{"help", "release"}, {"release", "--help"}} {
 		r := run(t, root, nil, args...)

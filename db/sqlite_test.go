@@ -2,7 +2,6 @@ package db_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 
+	"github.com/bdclaim/bd-claim/claim/claimtest"
 	"github.com/bdclaim/bd-claim/db"
 )
 
@@ -36,32 +36,8 @@ func open(t *testing.T, path string, busy time.Duration) *sql.DB {
 	return conn
 }
 
-func sum(t *testing.T, path string) [32]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	assert.NilError(t, err)
-	return sha256.Sum256(b)
-}
-
-func names(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	assert.NilError(t, err)
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
-func count(t *testing.T, conn db.DBTX, query string, args ...any) int {
-	t.Helper()
-	var n int
-	assert.NilError(t, conn.QueryRowContext(context.Background(), query, args...).Scan(&n))
-	return n
-}
-
 func TestOpenNeverCreates(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "beads.db")
 	conn := open(t, path, time.Second)
@@ -70,22 +46,23 @@ func TestOpenNeverCreates(t *testing.T) {
 	_, err = conn.Exec("CREATE TABLE x (y)")
 	assert.Equal(t, db.Code(err), db.CodeCantOpen, "%v", err)
 	assert.NilError(t, conn.Close())
-	assert.Check(t, is.Len(names(t, dir), 0))
+	assert.Check(t, is.Len(claimtest.Names(t, dir), 0))
 }
 
 // File names that mean something in a URI still name the file.
 func TestOpenPathsNeedingEscapes(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"with space.db", "what?mode=rwc.db", "hash#frag.db", "100%25 sure.db", "mixed ?#%&=+.db"} {
 		t.Run(name, func(t *testing.T) {
 			path := newDB(t, name)
 			dir := filepath.Dir(path)
-			assert.DeepEqual(t, names(t, dir), []string{name})
+			assert.DeepEqual(t, claimtest.Names(t, dir), []string{name})
 			conn := open(t, path, time.Second)
-			assert.Assert(t, count(t, conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'issues'") == 1)
+			assert.Assert(t, claimtest.Count(t, conn, "SELECT count(*) FROM sqlite_schema WHERE name = 'issues'") == 1)
 			_, err := db.New().IssueLabels(context.Background(), conn, "x")
 			assert.NilError(t, err)
 			assert.NilError(t, conn.Close())
-			for _, n := range names(t, dir) {
+			for _, n := range claimtest.Names(t, dir) {
 				assert.Assert(t, strings.HasPrefix(n, name), "stray file %q beside %q", n, name)
 			}
 		})
@@ -93,6 +70,7 @@ func TestOpenPathsNeedingEscapes(t *testing.T) {
 }
 
 func TestCode(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, db.Code(nil), 0)
 	assert.Equal(t, db.Code(errors.New("not sqlite")), 0)
 	assert.Assert(t, !db.IsBusy(nil))
@@ -128,11 +106,12 @@ func TestIsBusy(t *testing.T) {
 
 	// A reader is not blocked by the writer (WAL), and a read does not
 	// take the lock.
-	assert.Equal(t, count(t, waiter, "SELECT count(*) FROM issues"), 0)
+	assert.Equal(t, claimtest.Count(t, waiter, "SELECT count(*) FROM issues"), 0)
 }
 
 // A real SQLITE_LOCKED: a table dropped while the same connection reads it.
 func TestIsBusyLocked(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := newDB(t, "beads.db")
 	conn := open(t, path, time.Second)
@@ -151,6 +130,7 @@ func TestIsBusyLocked(t *testing.T) {
 }
 
 func TestTxCommits(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := newDB(t, "beads.db")
 	conn := open(t, path, time.Second)
@@ -168,6 +148,7 @@ func TestTxCommits(t *testing.T) {
 }
 
 func TestTxRollsBackOnError(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := newDB(t, "beads.db")
 	conn := open(t, path, time.Second)
@@ -182,7 +163,7 @@ func TestTxRollsBackOnError(t *testing.T) {
 	})
 	assert.Assert(t, errors.Is(err, stop))
 	assert.Equal(t, calls, 1, "an error that is not busy is not retried")
-	assert.Equal(t, count(t, open(t, path, time.Second), "SELECT count(*) FROM metadata"), 0)
+	assert.Equal(t, claimtest.Count(t, open(t, path, time.Second), "SELECT count(*) FROM metadata"), 0)
 	// The connection is usable again: the rollback released the lock.
 	assert.NilError(t, db.Tx(ctx, conn, db.Retry{Attempts: 1}, func(tx *sql.Tx) error {
 		return db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "after", Value: "1"})
@@ -301,34 +282,27 @@ func TestTxBeginFails(t *testing.T) {
 }
 
 func TestCreate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := newDB(t, "beads.db")
 	conn := open(t, path, time.Second)
 	var mode string
 	assert.NilError(t, conn.QueryRow("PRAGMA journal_mode").Scan(&mode))
 	assert.Equal(t, mode, "wal")
-	var tables []string
-	rows, err := conn.Query("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
-	assert.NilError(t, err)
-	for rows.Next() {
-		var n string
-		assert.NilError(t, rows.Scan(&n))
-		tables = append(tables, n)
-	}
-	assert.NilError(t, rows.Close())
+	tables := claimtest.Strings(t, conn, "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
 	for _, want := range []string{"issues", "labels", "dependencies", "blocked_issues_cache", "events", "dirty_issues", "metadata", "config"} {
 		assert.Check(t, slices.Contains(tables, want), "no table %s in %v", want, tables)
 	}
-	assert.Equal(t, count(t, conn, "SELECT count(*) FROM issues"), 0)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM issues"), 0)
 	var ok string
 	assert.NilError(t, conn.QueryRow("PRAGMA integrity_check").Scan(&ok))
 	assert.Equal(t, ok, "ok")
 	assert.NilError(t, conn.Close())
 
-	before := sum(t, path)
-	err = db.Create(ctx, path)
+	before := claimtest.FileSum(t, path)
+	err := db.Create(ctx, path)
 	assert.ErrorContains(t, err, path+" already holds a database")
-	assert.Equal(t, sum(t, path), before, "a refused Create wrote to the database")
+	assert.Equal(t, claimtest.FileSum(t, path), before, "a refused Create wrote to the database")
 
 	// Any existing schema counts, not only Beads'.
 	other := filepath.Join(t.TempDir(), "other.db")
@@ -343,22 +317,23 @@ func TestCreate(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty.db")
 	assert.NilError(t, os.WriteFile(empty, nil, 0o644))
 	assert.NilError(t, db.Create(ctx, empty))
-	assert.Equal(t, count(t, open(t, empty, time.Second), "SELECT count(*) FROM sqlite_schema WHERE name = 'issues'"), 1)
+	assert.Equal(t, claimtest.Count(t, open(t, empty, time.Second), "SELECT count(*) FROM sqlite_schema WHERE name = 'issues'"), 1)
 }
 
 func TestCreateFails(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	text := filepath.Join(dir, "notes.db")
 	assert.NilError(t, os.WriteFile(text, []byte("not a database, just some text that is long enough to be a header......................................"), 0o644))
-	before := sum(t, text)
+	before := claimtest.FileSum(t, text)
 	err := db.Create(ctx, text)
 	assert.Equal(t, db.Code(err), db.CodeNotADB, "%v", err)
-	assert.Equal(t, sum(t, text), before)
+	assert.Equal(t, claimtest.FileSum(t, text), before)
 
 	err = db.Create(ctx, filepath.Join(dir, "missing", "beads.db"))
 	assert.Equal(t, db.Code(err), db.CodeCantOpen, "%v", err)
-	assert.DeepEqual(t, names(t, dir), []string{"notes.db"})
+	assert.DeepEqual(t, claimtest.Names(t, dir), []string{"notes.db"})
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
@@ -369,6 +344,7 @@ func TestCreateFails(t *testing.T) {
 // The generated queries against the vendored schema: each does what its
 // comment says.
 func TestQueries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	conn := open(t, newDB(t, "beads.db"), time.Second)
 	q := db.New()
@@ -447,7 +423,7 @@ func TestQueries(t *testing.T) {
 	var marked string
 	assert.NilError(t, conn.QueryRow("SELECT marked_at FROM dirty_issues WHERE issue_id = 't-1'").Scan(&marked))
 	assert.Equal(t, marked, "two")
-	assert.Equal(t, count(t, conn, "SELECT count(*) FROM dirty_issues"), 1)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dirty_issues"), 1)
 
 	assert.NilError(t, q.SeedMetadataSet(ctx, conn, db.SeedMetadataSetParams{Key: "bd_version", Value: "0.1.0"}))
 	assert.NilError(t, q.SeedMetadataSet(ctx, conn, db.SeedMetadataSetParams{Key: "bd_version", Value: "0.49.6"}))
@@ -464,59 +440,6 @@ func TestQueries(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Assert(t, strings.Contains(","+cols+",", ",labels.issue_id,labels.label,"), cols)
 	assert.Assert(t, strings.HasPrefix(cols, "issues.id,issues.content_hash,"), cols)
-}
-
-// Every generated query reports a database that cannot run it.
-func TestQueriesFail(t *testing.T) {
-	ctx := context.Background()
-	q := db.New()
-	closed := open(t, newDB(t, "beads.db"), time.Second)
-	assert.NilError(t, closed.Close())
-	bare := filepath.Join(t.TempDir(), "bare.db")
-	c, err := sql.Open("sqlite", "file:"+bare)
-	assert.NilError(t, err)
-	_, err = c.Exec("CREATE TABLE unrelated (x)")
-	assert.NilError(t, err)
-	assert.NilError(t, c.Close())
-	empty := open(t, bare, time.Second)
-
-	for name, conn := range map[string]*sql.DB{"closed": closed, "no tables": empty} {
-		t.Run(name, func(t *testing.T) {
-			n, err := q.IssueHolderSet(ctx, conn, db.IssueHolderSetParams{ID: "x"})
-			assert.Assert(t, err != nil)
-			assert.Equal(t, n, int64(0))
-			for _, f := range []func() (int64, error){
-				func() (int64, error) { return q.IssueTouch(ctx, conn, db.IssueTouchParams{ID: "x"}) },
-				func() (int64, error) { return q.IssueHeldCount(ctx, conn, "x") },
-				func() (int64, error) { return q.EventInsert(ctx, conn, db.EventInsertParams{IssueID: "x"}) },
-				func() (int64, error) { return q.EventCommentSet(ctx, conn, db.EventCommentSetParams{ID: 1}) },
-				func() (int64, error) { return q.LabelAdd(ctx, conn, db.LabelAddParams{IssueID: "x"}) },
-				func() (int64, error) { return q.LabelRemove(ctx, conn, db.LabelRemoveParams{IssueID: "x"}) },
-			} {
-				_, err := f()
-				assert.Assert(t, err != nil)
-			}
-			_, err = q.EventCountsSince(ctx, conn, db.EventCountsSinceParams{Since: "x"})
-			assert.Assert(t, err != nil)
-			assert.Assert(t, q.CommentInsert(ctx, conn, db.CommentInsertParams{IssueID: "x"}) != nil)
-			_, err = q.IssueLabels(ctx, conn, "x")
-			assert.Assert(t, err != nil)
-			assert.Assert(t, q.DirtyIssueMark(ctx, conn, db.DirtyIssueMarkParams{IssueID: "x"}) != nil)
-			_, err = q.SchemaSettings(ctx, conn)
-			assert.Assert(t, err != nil && !errors.Is(err, sql.ErrNoRows), "%v", err)
-			assert.Assert(t, q.SeedIssueInsert(ctx, conn, db.SeedIssueInsertParams{ID: "x"}) != nil)
-			assert.Assert(t, q.SeedLabelInsert(ctx, conn, db.SeedLabelInsertParams{IssueID: "x"}) != nil)
-			assert.Assert(t, q.SeedDependencyInsert(ctx, conn, db.SeedDependencyInsertParams{IssueID: "x"}) != nil)
-			assert.Assert(t, q.SeedBlockedInsert(ctx, conn, "x") != nil)
-			assert.Assert(t, q.SeedMetadataSet(ctx, conn, db.SeedMetadataSetParams{Key: "k"}) != nil)
-			if name == "no tables" {
-				_, err = q.IssueLabels(ctx, conn, "x")
-				assert.ErrorContains(t, err, "no such table: labels")
-			}
-		})
-	}
-	_, err = q.SchemaColumns(ctx, closed)
-	assert.ErrorContains(t, err, "database is closed")
 }
 
 // A zero or negative backoff still pauses (at least 1ms) instead of panicking.

@@ -7,6 +7,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/bdclaim/bd-claim/claim/claimtest"
 	"github.com/bdclaim/bd-claim/db"
 )
 
@@ -14,6 +15,7 @@ import (
 // transaction, preparing each text once, and reports what cannot be
 // prepared through the usual error paths.
 func TestStmts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	conn := open(t, newDB(t, "beads.db"), time.Second)
 	stmts := db.NewStmts(conn)
@@ -38,9 +40,9 @@ func TestStmts(t *testing.T) {
 	in := stmts.On(tx)
 	_, err = in.ExecContext(ctx, "INSERT INTO config (key, value) VALUES (?, ?)", "b", "2")
 	assert.NilError(t, err)
-	assert.Equal(t, count(t, in, "SELECT count(*) FROM config WHERE key = ?", "b"), 1)
+	assert.Equal(t, claimtest.Count(t, in, "SELECT count(*) FROM config WHERE key = ?", "b"), 1)
 	assert.NilError(t, tx.Rollback())
-	assert.Equal(t, count(t, pool, "SELECT count(*) FROM config WHERE key = ?", "b"), 0, "the insert was inside the rolled-back transaction")
+	assert.Equal(t, claimtest.Count(t, pool, "SELECT count(*) FROM config WHERE key = ?", "b"), 0, "the insert was inside the rolled-back transaction")
 
 	const bad = "SELECT nope FROM nowhere"
 	_, err = pool.ExecContext(ctx, bad)

@@ -4,7 +4,10 @@
 package claimtest
 
 import (
+	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -104,15 +107,7 @@ func Snapshot(t testing.TB, path string) map[string][]string {
 	t.Helper()
 	conn := Open(t, path)
 	defer conn.Close()
-	var names []string
-	rows, err := conn.Query("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
-	must(t, err)
-	for rows.Next() {
-		var n string
-		must(t, rows.Scan(&n))
-		names = append(names, n)
-	}
-	must(t, rows.Close())
+	names := Strings(t, conn, "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
 	snap := map[string][]string{}
 	for _, n := range names {
 		rows, err := conn.Query(fmt.Sprintf("SELECT * FROM %q", n))
@@ -268,4 +263,63 @@ func Events(t testing.TB, conn *sql.DB, id string, after int64) []Event {
 	}
 	must(t, rows.Err())
 	return list
+}
+
+// FileSum is the hex SHA-256 of a file's bytes: equal sums before and after
+// mean the file was left byte for byte as it was.
+func FileSum(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	must(t, err)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Names lists the names of a directory's entries, sorted by name (nil for
+// an empty directory).
+func Names(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	must(t, err)
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// Querier is what Count and Strings query: a *sql.DB, *sql.Tx or *sql.Conn
+// (and db.DBTX).
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Count runs a query that returns one integer, such as SELECT count(*).
+func Count(t testing.TB, conn Querier, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := conn.QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// Strings runs a query of one text column and returns its values in the
+// order of the rows (nil for none).
+func Strings(t testing.TB, conn Querier, query string, args ...any) []string {
+	t.Helper()
+	rows, err := conn.QueryContext(context.Background(), query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		must(t, rows.Scan(&s))
+		out = append(out, s)
+	}
+	must(t, rows.Err())
+	return out
 }

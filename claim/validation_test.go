@@ -1,0 +1,196 @@
+package claim_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/claimtest"
+)
+
+// Filters.Validate accepts every documented value and refuses, with
+// INVALID_ARGUMENT, what the command line would refuse.
+func TestFiltersValidateCases(t *testing.T) {
+	t.Parallel()
+	p := func(n int) *int { return &n }
+	for _, tc := range []struct {
+		name string
+		f    claim.Filters
+		msg  string // "" when valid
+	}{
+		{"hybrid", claim.Filters{Sort: claim.SortHybrid}, ""},
+		{"oldest", claim.Filters{Sort: claim.SortOldest}, ""},
+		{"P0", claim.Filters{MinPriority: p(0)}, ""},
+		{"P4", claim.Filters{MinPriority: p(4)}, ""},
+		{"label with inner space", claim.Filters{IncludeLabels: []string{"a b"}, ExcludeLabels: []string{"x"}, Types: []string{"bug"}}, ""},
+		{"sort is case-sensitive", claim.Filters{Sort: "Priority"}, `unknown sort "Priority"`},
+		{"empty exclude-label", claim.Filters{ExcludeLabels: []string{"ok", ""}}, "empty value"},
+		{"blank type", claim.Filters{Types: []string{"\t"}}, "empty value"},
+		{"priority -1", claim.Filters{MinPriority: p(-1)}, "min priority -1 is outside 0-4"},
+		{"priority 5", claim.Filters{MinPriority: p(5)}, "min priority 5 is outside 0-4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.f.Validate()
+			if tc.msg == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.Equal(t, claim.ErrorCode(err), claim.EInvalid, "%v", err)
+			assert.ErrorContains(t, err, tc.msg)
+		})
+	}
+}
+
+// Settings.Set takes each setting's value as a flag gives it: the bounds
+// are inclusive, and an error names its source.
+func TestSettingsSet(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, value string
+		msg         string                   // "" when valid
+		got         func(claim.Settings) any // the value set, when valid
+		want        any
+	}{
+		{"lease", "1s", "", func(s claim.Settings) any { return s.Lease }, time.Second},
+		{"lease", "720h", "", func(s claim.Settings) any { return s.Lease }, claim.MaxLease},
+		{"lease", " 0 ", "", func(s claim.Settings) any { return s.Lease }, time.Duration(0)},
+		{"lease", "721h", "longer than the limit of 720h0m0s", nil, nil},
+		{"lease", "999ms", "shorter than 1s", nil, nil},
+		{"max-held", "10000", "", func(s claim.Settings) any { return s.MaxHeld }, 10000},
+		{"max-held", "10001", "not a whole number from 0 to 10000", nil, nil},
+		{"max-held", "1.5", "not a whole number", nil, nil},
+		{"backoff-initial", "0", "", func(s claim.Settings) any { return s.BackoffInitial }, time.Duration(0)},
+		{"backoff-initial", "-1s", "is negative", nil, nil},
+		{"backoff-multiplier", "1", "", func(s claim.Settings) any { return s.BackoffMultiplier }, 1.0},
+		{"backoff-multiplier", "100", "", func(s claim.Settings) any { return s.BackoffMultiplier }, 100.0},
+		{"backoff-multiplier", "100.5", "not a number from 1 to 100", nil, nil},
+		{"backoff-multiplier", "Inf", "not a number from 1 to 100", nil, nil},
+		{"backoff-max", "721h", "longer than the limit", nil, nil},
+		{"max-failures", "0", "", func(s claim.Settings) any { return s.MaxFailures }, 0},
+		{"max-failures", "1000", "", func(s claim.Settings) any { return s.MaxFailures }, 1000},
+		{"max-failures", "1001", "not a whole number from 0 to 1000", nil, nil},
+		{"abandoned-label", " parked ", "", func(s claim.Settings) any { return s.AbandonedLabel }, "parked"},
+		{"abandoned-label", strings.Repeat("l", 100), "", func(s claim.Settings) any { return len(s.AbandonedLabel) }, 100},
+		{"abandoned-label", strings.Repeat("l", 101), "is not a label", nil, nil},
+		{"abandoned-label", "a\x00b", "is not a label", nil, nil},
+		{"Lease", "5m", `unknown setting "Lease"`, nil, nil},
+	} {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			s := claim.DefaultSettings()
+			err := s.Set(tc.name, tc.value, "--"+tc.name)
+			if tc.msg == "" {
+				assert.NilError(t, err)
+				assert.Equal(t, tc.got(s), tc.want)
+				return
+			}
+			assert.Equal(t, claim.ErrorCode(err), claim.EInvalid, "%v", err)
+			assert.ErrorContains(t, err, "--"+tc.name+": ")
+			assert.ErrorContains(t, err, tc.msg)
+			assert.DeepEqual(t, s, claim.DefaultSettings())
+		})
+	}
+}
+
+// ParseDuration (--wait, a heartbeat's --lease) takes milliseconds, and
+// bounds from 0 to its limit inclusive.
+func TestParseDurationCases(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+		msg   string
+	}{
+		{"0", 0, ""},
+		{"250ms", 250 * time.Millisecond, ""},
+		{"24h", claim.MaxWait, ""},
+		{"-1s", 0, "--wait: -1s is negative"},
+		{"24h0m1s", 0, "--wait: 24h0m1s is longer than the limit of 24h0m0s"},
+		{"soon", 0, `--wait: "soon" is not a duration`},
+	} {
+		d, err := claim.ParseDuration("wait", tc.value, claim.MaxWait)
+		if tc.msg == "" {
+			assert.NilError(t, err, tc.value)
+			assert.Equal(t, d, tc.want, tc.value)
+			continue
+		}
+		assert.Equal(t, claim.ErrorCode(err), claim.EInvalid, "%s: %v", tc.value, err)
+		assert.ErrorContains(t, err, tc.msg)
+	}
+}
+
+// Each bad request of the Store gets a message that says what is wrong,
+// and none of them reads or writes the database.
+func TestStoreBadRequestMessages(t *testing.T) {
+	t.Parallel()
+	root := fixture(t, "0.49.6")
+	s := openStore(t, root, claim.Options{})
+	before := claimtest.Snapshot(t, claimtest.DBPath(root))
+	ctx := context.Background()
+	id := claimtest.Claimable(t, "0.49.6", "priority")[0]
+	for _, tc := range []struct {
+		name string
+		call func() error
+		msg  string
+	}{
+		{"claim id without id", func() error { _, err := s.Claim(ctx, claim.Request{Agent: "x", ClaimID: 5}); return err },
+			"a claim id fences a re-claim of one issue"},
+		{"negative claim id", func() error {
+			_, err := s.Claim(ctx, claim.Request{Agent: "x", ID: id, ClaimID: -1})
+			return err
+		}, "claim id -1 is not a claim id"},
+		{"dry run with a lease", func() error {
+			_, err := s.Claim(ctx, claim.Request{Agent: "x", DryRun: true, Lease: time.Minute})
+			return err
+		}, "a dry run claims nothing"},
+		{"lease too long", func() error {
+			_, err := s.Claim(ctx, claim.Request{Agent: "x", Lease: claim.MaxLease + time.Second})
+			return err
+		}, "--lease: 720h0m1s is longer than the limit of 720h0m0s"},
+		{"lease under a second", func() error {
+			_, err := s.Claim(ctx, claim.Request{Agent: "x", Lease: 999 * time.Millisecond})
+			return err
+		}, "--lease: 999ms is shorter than 1s"},
+		{"negative max held", func() error { _, err := s.Claim(ctx, claim.Request{Agent: "x", MaxHeld: -1}); return err },
+			"max held -1 is negative"},
+		{"wait too long", func() error {
+			_, err := s.Claim(ctx, claim.Request{Agent: "x", Wait: claim.MaxWait + time.Second})
+			return err
+		}, "--wait: 24h0m1s is longer than the limit of 24h0m0s"},
+		{"bad filters", func() error {
+			_, err := s.Explain(ctx, claim.Request{Agent: "x", Filters: claim.Filters{Types: []string{" "}}})
+			return err
+		}, "empty value"},
+		{"release without id", func() error { _, err := s.Release(ctx, claim.ReleaseRequest{Agent: "x", ID: " "}); return err },
+			"no issue id"},
+		{"reason too long", func() error {
+			_, err := s.Release(ctx, claim.ReleaseRequest{Agent: "x", ID: id, Reason: strings.Repeat("é", claim.MaxReasonLen+1)})
+			return err
+		}, "characters long; the limit is"},
+		{"reason with a control character", func() error {
+			_, err := s.Release(ctx, claim.ReleaseRequest{Agent: "x", ID: id, Reason: "bell\a"})
+			return err
+		}, "the reason contains a control character"},
+		{"reason not UTF-8", func() error {
+			_, err := s.Release(ctx, claim.ReleaseRequest{Agent: "x", ID: id, Reason: "\xff"})
+			return err
+		}, "the reason is not valid UTF-8"},
+		{"heartbeat lease under a second", func() error {
+			_, err := s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: "x", ID: id, Lease: time.Millisecond})
+			return err
+		}, "shorter than 1s"},
+		{"heartbeat bad agent", func() error {
+			_, err := s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: "a\nb", ID: id})
+			return err
+		}, "control character U+000A"},
+		{"reset without id", func() error { _, err := s.Reset(ctx, claim.ResetRequest{Actor: "x", ID: ""}); return err }, "no issue id"},
+	} {
+		err := tc.call()
+		assert.Equal(t, claim.ErrorCode(err), claim.EInvalid, "%s: %v", tc.name, err)
+		assert.ErrorContains(t, err, tc.msg, tc.name)
+	}
+	assert.DeepEqual(t, claimtest.Diff(before, claimtest.Snapshot(t, claimtest.DBPath(root))), map[string][2][]string{})
+}
