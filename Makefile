@@ -32,8 +32,9 @@ test: bd ## every test with -race, then the 100% statement coverage gate
 		{ echo "coverage gate: statements above are below 100% (see .cover/cover.out)"; exit 1; }
 	@tail -1 $(COVER)/func.txt
 
-verify: ## fail on drift: generated code vs sql/, vendored schema vs the pinned bd, gofmt, vet
+verify: ## fail on drift: generated code vs sql/ (sqlc diff, sqlc vet), vendored schema vs the pinned bd, gofmt, vet
 	$(GO) tool sqlc diff
+	$(GO) tool sqlc vet
 	scripts/schema.sh --check
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...

@@ -1,11 +1,10 @@
 package claim
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
-
-	"context"
 )
 
 // Result is the outcome of a claim. Issue is nil when nothing was

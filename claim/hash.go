@@ -253,7 +253,7 @@ func jsonValue(kind jsonKind, v sql.NullString, labels []string) (val []byte, ok
 // parseTime reads a timestamp as bd's driver does: RFC3339Nano text, or
 // SQLite's own "YYYY-MM-DD HH:MM:SS" as UTC; anything else stays text.
 func parseTime(s string) any {
-	for _, layout := range []string{time.RFC3339Nano, sqliteTime} {
+	for _, layout := range []string{rowTime, sqliteTime} {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t
 		}

@@ -77,7 +77,7 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 // blocked_issues_cache, which bd maintains.
 var notBlocked = sq.Expr("NOT EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = i.id)")
 
-// Where is the conjunction of every rule.
+// where is the conjunction of every rule.
 func (s readySpec) where() sq.And {
 	where := make(sq.And, len(s.rules))
 	for i, r := range s.rules {
@@ -127,7 +127,7 @@ func (s readySpec) byID(id string) sq.SelectBuilder {
 	return s.candidates().Where(sq.Eq{"i.id": id}).Limit(1)
 }
 
-// order selects every claimable issue's id in claim order, as one JSON array.
+// claimOrder selects every claimable issue's id in claim order, as one JSON array.
 func (s readySpec) claimOrder() sq.SelectBuilder {
 	return sq.Select().Column(sq.Expr("json_group_array(i.id ORDER BY "+s.order+")", s.args...)).From("issues i").Where(s.where())
 }

@@ -109,7 +109,7 @@ func newFlags(c *command, o *options) *pflag.FlagSet {
 	fs.BoolVar(&o.human, "human", false, "readable text instead of JSON")
 	fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON")
 	fs.IntVar(&o.timeoutMS, "timeout-ms", 5000, "wait this long for another writer's lock before retrying (0: do not wait)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level on stderr: debug|info|warn|error")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level on stderr: debug|info|warn|error (with --human: warn unless given)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no logs on stderr")
 	fs.StringVar(&o.traceID, "trace-id", "", "trace id for the logs (default $TRACE_ID or $OTEL_TRACE_ID)")
 	fs.BoolVarP(&o.help, "help", "h", false, "show this help")

@@ -608,15 +608,34 @@ func TestLifecycleRace(t *testing.T) {
 	_, err := claim.CreateDemo(context.Background(), dir, 16, 7)
 	assert.NilError(t, err)
 	env := []string{"BD_CLAIM_BACKOFF_INITIAL=0", "BD_CLAIM_MAX_FAILURES=3"}
-	deadline := time.Now().Add(3 * time.Second)
+	// The race runs for 3s, and on until it has exercised every kind of
+	// operation (a loaded machine runs few processes a second), for at
+	// most a minute.
+	start := time.Now()
 	var mu sync.Mutex
 	var ops []raceOp
+	succeeded := map[string]int{} // kind → exit-0 runs; "expired" counts takeovers and reaped leases
+	more := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		covered := succeeded["claim"] >= 10 && succeeded["expired"] > 0
+		for _, k := range []string{"heartbeat", "release", "failed", "reclaim"} {
+			covered = covered && succeeded[k] > 0
+		}
+		return time.Since(start) < 3*time.Second || !covered && time.Since(start) < time.Minute
+	}
 	exec := func(kind, agent, issue string, claimID int64, args ...string) raceOp {
 		r := run(t, dir, env, append(args, "--quiet", "--timeout-ms", "20000")...)
 		op := raceOp{kind: kind, agent: agent, issue: issue, claimID: claimID, exit: r.ExitCode, raw: r.Stdout() + r.Stderr()}
 		op.err = json.Unmarshal([]byte(r.Stdout()), &op.out)
 		mu.Lock()
 		ops = append(ops, op)
+		if op.exit == 0 {
+			succeeded[kind]++
+			if op.out.TookOver != nil || len(op.out.Reaped) > 0 {
+				succeeded["expired"]++
+			}
+		}
 		mu.Unlock()
 		return op
 	}
@@ -624,7 +643,7 @@ func TestLifecycleRace(t *testing.T) {
 	for p := range 16 {
 		wg.Go(func() {
 			if p == 0 { // one reaper, slow enough to leave expired leases to takeovers
-				for time.Sleep(time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+				for time.Sleep(time.Second); more(); time.Sleep(time.Second) {
 					exec("reap", "reaper", "", 0, "reap", "--agent", "reaper")
 				}
 				return
@@ -641,7 +660,7 @@ func TestLifecycleRace(t *testing.T) {
 			// Each worker goes round these, from its own starting point.
 			actions := []string{"heartbeat", "release", "reclaim", "heartbeat", "failed", "forget"}
 			next := p
-			for step := p; time.Now().Before(deadline); step++ {
+			for step := p; more(); step++ {
 				if len(held) == 0 || step%3 == 0 {
 					op := exec("claim", agent, "", 0, "--agent", agent, "--lease", "1s")
 					if op.exit == 0 && op.out.Issue != nil {
