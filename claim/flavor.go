@@ -29,10 +29,13 @@ type flavor struct {
 	payload    []jsonField     // events.old_value: types.Issue as bd's GetIssue fills it
 	claimEvent string          // the event type of a claim
 
-	// bd ready's exclusions.
-	pinned, ephemeral, template, deferred bool
-	excludedTypes                         []string // types bd ready never lists (unless --type asks)
-	idPatterns                            []string // ids containing one of them are never ready
+	// bd ready's exclusions: those that do not change with the clock
+	// (built once), the types it never lists (unless --type asks), and
+	// whether defer_until counts.
+	ready         []rule
+	excludedTypes []string
+	idPatterns    []string // ids containing one of them are never ready
+	deferred      bool
 }
 
 // Oldest and newest bd releases whose SQLite workspaces bd-claim writes.
@@ -109,10 +112,7 @@ func sqliteFlavor(v Version, columns map[string]bool, idPatterns string) flavor 
 	f := flavor{
 		version: v, columns: columns,
 		hash: modernHash, payload: modernJSON, claimEvent: "status_changed",
-		pinned:    columns["pinned"] && v.AtLeast(0, 30, 7),
-		ephemeral: columns["ephemeral"] && v.AtLeast(0, 38, 0),
-		template:  columns["is_template"],
-		deferred:  columns["defer_until"] && v.AtLeast(0, 43, 0),
+		deferred: columns["defer_until"] && v.AtLeast(0, 43, 0),
 	}
 	if !v.AtLeast(0, 30, 7) { // bd up to v0.30.6 hashes nine fields and a raw external_ref
 		f.hash, f.payload = legacyHash, legacyJSON
@@ -120,8 +120,21 @@ func sqliteFlavor(v Version, columns map[string]bool, idPatterns string) flavor 
 	if v.AtLeast(0, 49, 4) {
 		f.claimEvent = "claimed"
 	}
-	f.excludedTypes = excludedTypes(v)
+	if columns["pinned"] && v.AtLeast(0, 30, 7) {
+		f.ready = append(f.ready, rule{"pinned", "it is pinned", sq.Expr("i.pinned = 0")})
+	}
+	if columns["ephemeral"] && v.AtLeast(0, 38, 0) {
+		f.ready = append(f.ready, rule{"ephemeral", "it is ephemeral (a wisp)", sq.Expr("(i.ephemeral = 0 OR i.ephemeral IS NULL)")})
+	}
+	if columns["is_template"] {
+		f.ready = append(f.ready, rule{"template", "it is a template", sq.Expr("(i.is_template = 0 OR i.is_template IS NULL)")})
+	}
 	f.idPatterns = excludeIDPatterns(v, idPatterns)
+	for _, p := range f.idPatterns {
+		f.ready = append(f.ready, rule{"id_pattern:" + p, fmt.Sprintf("its id matches the excluded pattern %q (ready.exclude_id_patterns)", p),
+			sq.Expr("i.id NOT LIKE ?", "%"+p+"%")})
+	}
+	f.excludedTypes = excludedTypes(v)
 	f.readCols = []string{"content_hash"}
 	for _, p := range f.payload {
 		if p.col != "" && columns[p.col] {
@@ -166,29 +179,17 @@ func excludeIDPatterns(v Version, configured string) []string {
 	}
 }
 
-// readyRules are the exclusions of `bd ready` for this flavor, as of now.
-// With a type filter, bd ready lists the types it otherwise excludes.
-func (f flavor) readyRules(now string, typeFilter bool) []rule {
-	var rules []rule
-	if f.pinned {
-		rules = append(rules, rule{"pinned", "it is pinned", sq.Expr("i.pinned = 0")})
-	}
-	if f.ephemeral {
-		rules = append(rules, rule{"ephemeral", "it is ephemeral (a wisp)", sq.Expr("(i.ephemeral = 0 OR i.ephemeral IS NULL)")})
-	}
-	if f.template {
-		rules = append(rules, rule{"template", "it is a template", sq.Expr("(i.is_template = 0 OR i.is_template IS NULL)")})
-	}
+// readyRules appends the exclusions of `bd ready` for this flavor, as of
+// now, to rules. With a type filter, bd ready lists the types it otherwise
+// excludes.
+func (f flavor) readyRules(rules []rule, now string, typeFilter bool) []rule {
+	rules = append(rules, f.ready...)
 	if len(f.excludedTypes) > 0 && !typeFilter {
 		rules = append(rules, rule{"excluded_type", "its type (" + strings.Join(f.excludedTypes, ", ") + ") is never ready", sq.NotEq{"i.issue_type": f.excludedTypes}})
 	}
 	if f.deferred {
 		rules = append(rules, rule{"deferred", "it is deferred (defer_until is in the future)",
 			sq.Expr("(i.defer_until IS NULL OR datetime(i.defer_until) <= datetime(?))", now)})
-	}
-	for _, p := range f.idPatterns {
-		rules = append(rules, rule{"id_pattern:" + p, fmt.Sprintf("its id matches the excluded pattern %q (ready.exclude_id_patterns)", p),
-			sq.Expr("i.id NOT LIKE ?", "%"+p+"%")})
 	}
 	return rules
 }

@@ -32,24 +32,24 @@ var DefaultPolicy = Policy{
 
 // retryAt is the one backoff formula: when the backoff after n failed
 // attempts (since the last reset), the latest at last, ends, in unix
-// seconds: initial × multiplier^(n-1), capped at BackoffMax.
-func (p Policy) retryAt(n, last string) sq.Sqlizer {
-	return sq.Expr("(unixepoch("+last+") + min(?, ? * pow(?, "+n+" - 1)))",
-		p.BackoffMax.Seconds(), p.BackoffInitial.Seconds(), p.BackoffMultiplier)
+// seconds: initial × multiplier^(n-1), capped at BackoffMax. It is SQL
+// with its arguments.
+func (p Policy) retryAt(n, last string) (string, []any) {
+	return "(unixepoch(" + last + ") + min(?, ? * pow(?, " + n + " - 1)))",
+		[]any{p.BackoffMax.Seconds(), p.BackoffInitial.Seconds(), p.BackoffMultiplier}
 }
 
-// exhausted is true when n failed attempts abandon an issue.
-func (p Policy) exhausted(n string) sq.Sqlizer {
+// exhausted is true when n failed attempts abandon an issue (SQL with its
+// arguments).
+func (p Policy) exhausted(n string) (string, []any) {
 	if p.MaxFailures <= 0 {
-		return sq.Expr("0")
+		return "0", nil
 	}
-	return sq.Expr("("+n+" >= ?)", p.MaxFailures)
+	return "(" + n + " >= ?)", []any{p.MaxFailures}
 }
 
 // labelled is true when issue i carries the abandoned label.
-func (p Policy) labelled() sq.Sqlizer {
-	return sq.Expr("EXISTS (SELECT 1 FROM labels l WHERE l.issue_id = i.id AND l.label = ?)", p.AbandonedLabel)
-}
+const labelled = "EXISTS (SELECT 1 FROM labels l WHERE l.issue_id = i.id AND l.label = ?)"
 
 // rules are the policy's exclusions: an issue waits out its backoff after
 // a failed attempt, and an abandoned one (max-failures reached, or carrying
@@ -58,14 +58,17 @@ func (p Policy) labelled() sq.Sqlizer {
 func (p Policy) rules(now time.Time) []rule {
 	var rules []rule
 	if p.BackoffInitial > 0 {
+		retry, args := p.retryAt("n", "last")
 		rules = append(rules, rule{"backoff", "it is in backoff after a failed attempt", sq.Expr(
-			"(NOT EXISTS (?) OR NOT EXISTS (SELECT 1 FROM (?) WHERE n > 0 AND ? > ?))",
-			anyFailure(), failures(), p.retryAt("n", "last"), unixSeconds(now))})
+			"(NOT EXISTS ("+anyFailure+") OR NOT EXISTS (SELECT 1 FROM ("+failures+") WHERE n > 0 AND "+retry+" > ?))",
+			append(args, unixSeconds(now))...)})
 	}
-	abandoned := sq.Expr("NOT ?", p.labelled())
+	abandoned := sq.Expr("NOT "+labelled, p.AbandonedLabel)
 	reason := "it is abandoned: it has the label " + p.AbandonedLabel + " (bd-claim reset clears it)"
 	if p.MaxFailures > 0 {
-		abandoned = sq.Expr("(NOT ? AND (NOT EXISTS (?) OR NOT (SELECT ? FROM (?))))", p.labelled(), anyFailure(), p.exhausted("n"), failures())
+		exhausted, args := p.exhausted("n")
+		abandoned = sq.Expr("(NOT "+labelled+" AND (NOT EXISTS ("+anyFailure+") OR NOT (SELECT "+exhausted+" FROM ("+failures+"))))",
+			append([]any{p.AbandonedLabel}, args...)...)
 		reason = "it is abandoned: it has the label " + p.AbandonedLabel + " or " + strconv.Itoa(p.MaxFailures) + " failed attempts (bd-claim reset clears them)"
 	}
 	return append(rules, rule{"abandoned", reason, abandoned})
@@ -87,14 +90,16 @@ type Attempts struct {
 // selects.
 func (p Policy) attempts(where sq.Sqlizer, now time.Time) sq.SelectBuilder {
 	inner := sq.Select("i.id").
-		Column(sq.Expr("(SELECT n FROM (?)) AS n", failures())).
-		Column(sq.Expr("COALESCE((SELECT last FROM (?)), '') AS last", failures())).
-		Column(sq.Expr("? AS labelled", p.labelled())).
+		Column("(SELECT n FROM (" + failures + ")) AS n").
+		Column("COALESCE((SELECT last FROM (" + failures + ")), '') AS last").
+		Column(sq.Expr(labelled+" AS labelled", p.AbandonedLabel)).
 		From("issues i").Where(where)
+	retry, args := p.retryAt("n", "NULLIF(last, '')")
+	exhausted, eargs := p.exhausted("n")
 	return sq.Select("id", "n", "last").
-		Column(sq.Expr("COALESCE(?, 0)", p.retryAt("n", "NULLIF(last, '')"))).
-		Column(sq.Expr("COALESCE(? > ?, 0)", p.retryAt("n", "NULLIF(last, '')"), unixSeconds(now))).
-		Column(sq.Expr("?", p.exhausted("n"))).
+		Column(sq.Expr("COALESCE("+retry+", 0)", args...)).
+		Column(sq.Expr("COALESCE("+retry+" > ?, 0)", append(args, unixSeconds(now))...)).
+		Column(sq.Expr(exhausted, eargs...)).
 		Column("labelled").
 		FromSelect(inner, "a")
 }

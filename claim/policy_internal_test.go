@@ -23,7 +23,9 @@ func TestPolicyBackoff(t *testing.T) {
 		t.Helper()
 		n := strconv.Itoa(failures)
 		var retry float64
-		query, args := sq.Select().Column(p.retryAt(n, "'"+last+"'")).Column(p.exhausted(n)).MustSql()
+		retrySQL, rargs := p.retryAt(n, "'"+last+"'")
+		exhaustedSQL, eargs := p.exhausted(n)
+		query, args := sq.Select().Column(sq.Expr(retrySQL, rargs...)).Column(sq.Expr(exhaustedSQL, eargs...)).MustSql()
 		assert.NilError(t, conn.QueryRow(query, args...).Scan(&retry, &exhausted))
 		return fromUnixSeconds(retry).Sub(lastAt), exhausted
 	}

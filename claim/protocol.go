@@ -19,7 +19,7 @@ import (
 //	bd-claim reset: ...                                commented; failures before it no longer count
 //
 // This file is the one place that spells the protocol: the prefixes below,
-// and the SQL that reads them (bound as LIKE patterns, never re-spelled).
+// and the SQL that reads them (built from the prefixes, never re-spelled).
 const (
 	leasePrefix    = "bd-claim lease until "
 	releasedPrefix = "bd-claim released: "
@@ -30,6 +30,16 @@ const (
 
 // like is the LIKE pattern of comments that start with prefix.
 func like(prefix string) string { return prefix + "%" }
+
+// The patterns as SQL string literals, for the claim queries: SQLite
+// re-prepares a statement on every run when a LIKE pattern is a bound
+// parameter (its LIKE optimisation depends on the value), which doubled
+// the cost of a claim. The prefixes hold no quote.
+const (
+	leaseLike  = "'" + leasePrefix + "%'"
+	failedLike = "'" + failedPrefix + "%'"
+	resetLike  = "'" + resetPrefix + "%'"
+)
 
 // The time layouts of a SQLite workspace, one per format.
 const (
@@ -91,20 +101,14 @@ const currentClaim = `(SELECT max(c.id) FROM events c WHERE c.issue_id = i.id AN
 // leaseTime text, or NULL: a claim has a lease only when its claim event
 // was written by the issue's holder with a lease comment. A claim bd made
 // for someone else, or one bd reassigned since, has none.
-func leaseUntil() sq.Sqlizer {
-	return sq.Expr("(CASE WHEN e.actor = i.assignee AND e.comment LIKE ? THEN substr(e.comment, ?, ?) END)",
-		like(leasePrefix), len(leasePrefix)+1, len(leaseTime))
-}
-
-// leaseEnded is true when leaseUntil has passed at now.
-func leaseEnded(now time.Time) sq.Sqlizer {
-	return sq.Expr("? <= ?", leaseUntil(), now.UTC().Format(leaseTime))
-}
+var leaseUntil = fmt.Sprintf("(CASE WHEN e.actor = i.assignee AND e.comment LIKE %s THEN substr(e.comment, %d, %d) END)",
+	leaseLike, len(leasePrefix)+1, len(leaseTime))
 
 // leaseExpired is true for an in_progress issue i whose current claim has
 // a lease that has ended at now: the issue may be taken over.
 func leaseExpired(now time.Time) sq.Sqlizer {
-	return sq.Expr("(i.status = 'in_progress' AND EXISTS (SELECT 1 FROM events e WHERE e.id = "+currentClaim+" AND ?))", leaseEnded(now))
+	return sq.Expr("(i.status = 'in_progress' AND EXISTS (SELECT 1 FROM events e WHERE e.id = "+currentClaim+" AND "+leaseUntil+" <= ?))",
+		now.UTC().Format(leaseTime))
 }
 
 // claims selects issue i with its current claim event e (NULLs when it has
@@ -114,8 +118,8 @@ func leaseExpired(now time.Time) sq.Sqlizer {
 func claims(now time.Time) sq.SelectBuilder {
 	return sq.Select("i.id", "COALESCE(i.assignee, '')", "i.status", "COALESCE(e.id, 0)", "COALESCE(e.actor, '')",
 		"COALESCE(e.comment, '')", "COALESCE(CAST(e.created_at AS TEXT), '')").
-		Column(sq.Expr("COALESCE(?, '')", leaseUntil())).
-		Column(sq.Expr("COALESCE(?, 0)", leaseEnded(now))).
+		Column("COALESCE(" + leaseUntil + ", '')").
+		Column(sq.Expr("COALESCE("+leaseUntil+" <= ?, 0)", now.UTC().Format(leaseTime))).
 		From("issues i").LeftJoin("events e ON e.id = " + currentClaim)
 }
 
@@ -143,17 +147,12 @@ func (c claimEvent) lease() *Lease {
 // failures counts the failed attempts of issue i since its last reset (n)
 // and gives the time of the latest (last): lookups in
 // idx_events_issue_type, whatever the size of events.
-func failures() sq.Sqlizer {
-	return sq.Expr(`SELECT count(*) AS n, max(f.created_at) AS last FROM events f
-	WHERE f.issue_id = i.id AND f.event_type = 'status_changed' AND f.comment LIKE ?
+const failures = `SELECT count(*) AS n, max(f.created_at) AS last FROM events f
+	WHERE f.issue_id = i.id AND f.event_type = 'status_changed' AND f.comment LIKE ` + failedLike + `
 	  AND f.id > COALESCE((SELECT max(r.id) FROM events r
-	      WHERE r.issue_id = i.id AND r.event_type = 'commented' AND r.comment LIKE ?), 0)`,
-		like(failedPrefix), like(resetPrefix))
-}
+	      WHERE r.issue_id = i.id AND r.event_type = 'commented' AND r.comment LIKE ` + resetLike + `), 0)`
 
 // anyFailure finds any failed attempt of issue i: one range of
 // idx_events_issue_type, which spares the common issue without failures
 // the counting of failures.
-func anyFailure() sq.Sqlizer {
-	return sq.Expr("SELECT 1 FROM events f WHERE f.issue_id = i.id AND f.event_type = 'status_changed' AND f.comment LIKE ?", like(failedPrefix))
-}
+const anyFailure = "SELECT 1 FROM events f WHERE f.issue_id = i.id AND f.event_type = 'status_changed' AND f.comment LIKE " + failedLike

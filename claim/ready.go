@@ -44,7 +44,7 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	} else {
 		add("assignee", "it is assigned to someone else", sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.assignee = ? OR i.status = 'in_progress')", agent))
 	}
-	spec.rules = append(spec.rules, fl.readyRules(nowText, len(f.Types) > 0)...)
+	spec.rules = fl.readyRules(spec.rules, nowText, len(f.Types) > 0)
 	spec.rules = append(spec.rules, p.rules(now)...)
 	for _, l := range f.IncludeLabels {
 		add("label:"+l, fmt.Sprintf("it lacks the label %q", l),
