@@ -22,7 +22,7 @@ import (
 // versions hash the long list below; spec_id and metadata are hashed where
 // the column exists (v0.49.x has them, v0.47.1 does not). Versions between
 // the verified ones (v0.27.2, v0.47.1, v0.49.6) follow the same rules by
-// their columns.
+// their columns. The flavor (flavor.go) picks the tables for a workspace.
 
 type hashEnc int
 

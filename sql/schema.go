@@ -47,12 +47,16 @@ func schema(version string) string {
 	return string(b)
 }
 
-// newestFirst sorts versions "X.Y.Z" by number, not as strings (0.100.0 is
-// newer than 0.99.0).
+// newestFirst sorts versions "X.Y.Z" newest first.
 func newestFirst(vs []string) []string {
-	slices.SortFunc(vs, func(a, b string) int { return slices.Compare(numbers(b), numbers(a)) })
+	slices.SortFunc(vs, func(a, b string) int { return CompareVersions(b, a) })
 	return vs
 }
+
+// CompareVersions orders bd versions "X.Y.Z" by number, not as strings
+// (0.100.0 is newer than 0.99.0): -1, 0 or +1 as a is older, the same or
+// newer than b.
+func CompareVersions(a, b string) int { return slices.Compare(numbers(a), numbers(b)) }
 
 func numbers(version string) []int {
 	var n []int

@@ -15,12 +15,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	_ "modernc.org/sqlite" // the driver behind sql.Open("sqlite")
+
+	beadssql "github.com/bdclaim/bd-claim/sql"
 )
 
 // Versions are the bd releases whose real workspaces are in testdata/fixtures
@@ -38,18 +39,8 @@ func fixtureVersions() []string {
 	if len(vs) == 0 {
 		panic("claimtest: no testdata/fixtures/bd-v*/ under " + Root())
 	}
-	slices.SortFunc(vs, func(a, b string) int { return slices.Compare(versionNumbers(a), versionNumbers(b)) })
+	slices.SortFunc(vs, beadssql.CompareVersions)
 	return vs
-}
-
-// versionNumbers orders "X.Y.Z" by number: 0.100.0 after 0.99.0.
-func versionNumbers(v string) []int {
-	var n []int
-	for _, f := range strings.Split(v, ".") {
-		i, _ := strconv.Atoi(f)
-		n = append(n, i)
-	}
-	return n
 }
 
 // Root is the repository root.
