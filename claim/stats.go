@@ -2,7 +2,6 @@ package claim
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -134,18 +133,14 @@ func (t *txn) stats(st *Stats) error {
 		last.Issues = append(last.Issues, hi)
 	}
 	b = t.policy.attempts(sq.Expr("i.status = 'open'"), t.now).Where("n > 0 OR labelled").OrderBy("id")
-	err = t.each(b, func(rows *sql.Rows) error {
-		var r attemptsRow
-		if err := rows.Scan(r.dest()...); err != nil {
-			return err
-		}
+	var r attemptsRow
+	err = t.each(b, r.dest(), func() {
 		switch a := r.done(); {
 		case a.Labelled || a.Exhausted:
 			st.Abandoned = append(st.Abandoned, Abandoned{ID: r.ID, Failures: a.Failures, Labelled: a.Labelled})
 		case a.InBackoff:
 			st.Backoff = append(st.Backoff, Backoff{ID: r.ID, Failures: a.Failures, RetryAt: a.RetryAt})
 		}
-		return nil
 	})
 	if err != nil {
 		return err

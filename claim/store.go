@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -166,20 +167,21 @@ func (t *txn) queryRow(b sq.SelectBuilder) *sql.Row {
 	return t.conn.QueryRowContext(t.ctx, query, args...)
 }
 
-// each runs a squirrel query and calls scan for each of its rows.
-func (t *txn) each(b sq.SelectBuilder, scan func(*sql.Rows) error) error {
+// each runs a squirrel query and, for each of its rows, scans it into
+// dest and calls row.
+func (t *txn) each(b sq.SelectBuilder, dest []any, row func()) error {
 	query, args := b.MustSql()
 	rows, err := t.conn.QueryContext(t.ctx, query, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
+	for err == nil && rows.Next() {
+		if err = rows.Scan(dest...); err == nil {
+			row()
 		}
 	}
-	return rows.Err()
+	return cmp.Or(err, rows.Err())
 }
 
 // issue reads issue id's status, holder and current claim event;
@@ -200,11 +202,8 @@ func (t *txn) notFound(id string) error {
 // held lists every in_progress issue with its claim, by holder then id.
 func (t *txn) held() ([]claimEvent, error) {
 	var out []claimEvent
-	err := t.each(claims(t.now).Where("i.status = 'in_progress'").OrderBy("2, 1"), func(rows *sql.Rows) error {
-		var c claimEvent
-		out = append(out, c)
-		return rows.Scan(out[len(out)-1].dest()...)
-	})
+	var c claimEvent
+	err := t.each(claims(t.now).Where("i.status = 'in_progress'").OrderBy("2, 1"), c.dest(), func() { out = append(out, c) })
 	return out, err
 }
 

@@ -388,6 +388,8 @@ func (p prefixed) Write(b []byte) (int, error) {
 }
 
 // belowError drops error records, which the human output reports already.
+// (bd-claim never calls WithGroup; the embedded handler's would drop the
+// filter.)
 type belowError struct{ slog.Handler }
 
 func (h belowError) Enabled(ctx context.Context, l slog.Level) bool {
@@ -396,7 +398,6 @@ func (h belowError) Enabled(ctx context.Context, l slog.Level) bool {
 func (h belowError) WithAttrs(as []slog.Attr) slog.Handler {
 	return belowError{h.Handler.WithAttrs(as)}
 }
-func (h belowError) WithGroup(g string) slog.Handler { return belowError{h.Handler.WithGroup(g)} }
 
 func errAttr(err error) slog.Attr {
 	return slog.Group("error", "code", claim.ErrorCode(err), "message", claim.ErrorMessage(err))

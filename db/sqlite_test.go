@@ -170,6 +170,45 @@ func TestTxRollsBackOnError(t *testing.T) {
 	}))
 }
 
+// A panic inside the transaction rolls it back (nothing written, the write
+// lock released) and goes on up to the caller.
+func TestTxPanicRollsBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := newDB(t, "beads.db")
+	conn := open(t, path, 100*time.Millisecond)
+	func() {
+		defer func() { assert.Equal(t, recover(), "boom") }()
+		_ = db.Tx(ctx, conn, db.Retry{Attempts: 1}, func(tx *sql.Tx) error {
+			assert.NilError(t, db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "half", Value: "1"}))
+			panic("boom")
+		})
+	}()
+	assert.Equal(t, claimtest.Count(t, open(t, path, time.Second), "SELECT count(*) FROM metadata"), 0)
+	assert.NilError(t, db.Tx(ctx, open(t, path, 100*time.Millisecond), db.Retry{Attempts: 1}, func(tx *sql.Tx) error {
+		return db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "after", Value: "1"})
+	}), "another connection can write: the lock was released")
+}
+
+// A COMMIT that fails is an error that says so, and nothing lands: here a
+// deferred foreign key that is still violated at commit time.
+func TestTxCommitFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := newDB(t, "beads.db")
+	conn := open(t, path, time.Second)
+	_, err := conn.Exec(`CREATE TABLE parent (id TEXT PRIMARY KEY);
+		CREATE TABLE child (parent_id TEXT REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)`)
+	assert.NilError(t, err)
+	err = db.Tx(ctx, conn, db.Retry{Attempts: 3, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO child (parent_id) VALUES ('none')")
+		return err
+	})
+	assert.ErrorContains(t, err, "commit: ")
+	assert.ErrorContains(t, err, "FOREIGN KEY constraint failed")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM child"), 0)
+}
+
 // lockedDB is a database whose write lock another connection holds, and a
 // deferred-transaction handle on it whose first write inside fn gets
 // SQLITE_BUSY after a 1ms busy timeout. release gives the lock back.
