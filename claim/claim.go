@@ -199,7 +199,7 @@ func atCapacity(agent string, held int64, max int) string {
 	if max <= 0 || held < int64(max) {
 		return ""
 	}
-	return fmt.Sprintf("agent %s already holds %d in_progress issues (max held %d)", agent, held, max)
+	return fmt.Sprintf("agent %s already holds %s (max held %d)", agent, plural(int(held), "in_progress issue"), max)
 }
 
 // stale refuses a claim id that is no longer the holder's: the same agent
@@ -263,7 +263,7 @@ func (t *txn) refuse(spec readySpec, req Request, c claimEvent) error {
 			if err != nil {
 				return err
 			}
-			why = append(why, fmt.Sprintf("it is in backoff until %s after %d failed attempts", a.RetryAt.Format(time.RFC3339), a.Failures))
+			why = append(why, fmt.Sprintf("it is in backoff until %s after %s", a.RetryAt.Format(time.RFC3339), plural(a.Failures, "failed attempt")))
 		default:
 			why = append(why, r.reason)
 		}

@@ -139,7 +139,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 		c.advance(waits[n-1] - time.Second)
 		_, err = s.Claim(ctx, claim.Request{Agent: "w", ID: id})
 		assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable)
-		assert.ErrorContains(t, err, "in backoff until "+rel.RetryAt.Format(time.RFC3339)+" after "+strconv.Itoa(n)+" failed attempts")
+		assert.ErrorContains(t, err, "in backoff until "+rel.RetryAt.Format(time.RFC3339)+" after "+strconv.Itoa(n)+" failed attempt")
 		c.advance(time.Second)
 		next = mustClaim(t, s, claim.Request{Agent: "other", DryRun: true})
 		assert.Equal(t, next.Issue.ID, id, "back at the head of the queue once its backoff ends")

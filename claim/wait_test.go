@@ -28,7 +28,7 @@ func TestWaitTimesOut(t *testing.T) {
 	mustClaim(t, s, claim.Request{Agent: "w"})
 	res, err = s.Claim(ctx, claim.Request{Agent: "w", MaxHeld: 1, Wait: 50 * time.Millisecond})
 	assert.NilError(t, err)
-	assert.Equal(t, res.Reason, "nothing became claimable within 50ms (agent w already holds 1 in_progress issues (max held 1))")
+	assert.Equal(t, res.Reason, "nothing became claimable within 50ms (agent w already holds 1 in_progress issue (max held 1))")
 }
 
 // A cancelled wait (a signal) is INTERRUPTED and writes nothing.

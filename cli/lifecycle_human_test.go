@@ -51,7 +51,7 @@ func TestLifecycleHuman(t *testing.T) {
 	out = human(t, root, 0, "heartbeat", "--agent", "h1", "--id", a01, "--lease", "1s")
 	assert.Assert(t, is.Regexp(`^h1 holds `+a01+` \(claim \d+\), leased until `+rfc3339.String()+"\n$", out))
 	out = human(t, root, 3, "--agent", "h1", "--max-held", "1")
-	assert.Equal(t, out, "no ready issue for h1 matches these filters: agent h1 already holds 1 in_progress issues (max held 1)\n")
+	assert.Equal(t, out, "no ready issue for h1 matches these filters: agent h1 already holds 1 in_progress issue (max held 1)\n")
 	out = human(t, root, 3, "--agent", "h1", "--max-held", "1", "--dry-run", "--explain")
 	assert.Assert(t, is.Contains(out, "held by the agent: 1 (max 1)\nopen issues excluded, by rule:\n"))
 	assert.Assert(t, is.Regexp(`\n  capacity +\d+\n`, out))
