@@ -79,7 +79,7 @@ func seedDemo(ctx context.Context, tx *sql.Tx, fl flavor, n int, rnd *rand.Rand,
 		id := fmt.Sprintf("demo-%d", i+1)
 		r := &row{Issue: Issue{ID: id, Status: "open", Priority: demoPriorities[rnd.IntN(len(demoPriorities))],
 			IssueType: demoTypes[rnd.IntN(len(demoTypes))], Title: fmt.Sprintf("Demo issue %d", i+1)}}
-		created := base.Add(time.Duration(i) * time.Minute).Format(rowTime)
+		created := fl.rowAt(base.Add(time.Duration(i) * time.Minute))
 		var closed sql.NullString
 		switch roll := rnd.IntN(100); {
 		case i%25 == 0:

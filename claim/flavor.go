@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	sq "github.com/Masterminds/squirrel"
 
@@ -28,6 +29,8 @@ type flavor struct {
 	hash       []hashField     // bd's ComputeContentHash, field by field
 	payload    []jsonField     // events.old_value: types.Issue as bd's GetIssue fills it
 	claimEvent string          // the event type of a claim
+	eventTime  string          // layout of events.created_at, comments.created_at and the database's datetime()
+	rowTime    string          // layout of issues.updated_at and dirty_issues.marked_at
 
 	// bd ready's exclusions: those that do not change with the clock
 	// (built once), the types it never lists (unless --type asks), and
@@ -37,6 +40,16 @@ type flavor struct {
 	idPatterns    []string // ids containing one of them are never ready
 	deferred      bool
 }
+
+// The time layouts of bd's SQLite workspaces, one per format.
+const (
+	// sqliteTime is CURRENT_TIMESTAMP's and datetime()'s form: how bd's
+	// column defaults leave events.created_at and comments.created_at, and
+	// what bd's datetime() comparisons use.
+	sqliteTime = "2006-01-02 15:04:05"
+	// rowTime is how bd writes issues.updated_at and dirty_issues.marked_at.
+	rowTime = time.RFC3339Nano
+)
 
 // Oldest and newest bd releases whose SQLite workspaces bd-claim writes.
 var (
@@ -112,6 +125,7 @@ func sqliteFlavor(v Version, columns map[string]bool, idPatterns string) flavor 
 	f := flavor{
 		version: v, columns: columns,
 		hash: modernHash, payload: modernJSON, claimEvent: "status_changed",
+		eventTime: sqliteTime, rowTime: rowTime,
 		deferred: columns["defer_until"] && v.AtLeast(0, 43, 0),
 	}
 	if !v.AtLeast(0, 30, 7) { // bd up to v0.30.6 hashes nine fields and a raw external_ref
@@ -192,6 +206,22 @@ func (f flavor) readyRules(rules []rule, now string, typeFilter bool) []rule {
 			sq.Expr("(i.defer_until IS NULL OR datetime(i.defer_until) <= datetime(?))", now)})
 	}
 	return rules
+}
+
+// eventAt is t as the flavor writes an event's time.
+func (f flavor) eventAt(t time.Time) string { return t.UTC().Format(f.eventTime) }
+
+// rowAt is t as the flavor writes a row's time.
+func (f flavor) rowAt(t time.Time) string { return t.Format(f.rowTime) }
+
+// updatedAt is the updated_at of a write at now to a row last updated at
+// prev: now, or just after prev when the clock has not moved past it (bd's
+// import keeps whichever copy has the newer updated_at).
+func (f flavor) updatedAt(now time.Time, prev string) string {
+	if t, err := time.Parse(f.rowTime, prev); err == nil && !now.After(t) {
+		return f.rowAt(t.Add(time.Microsecond).In(now.Location()))
+	}
+	return f.rowAt(now)
 }
 
 // order is the ORDER BY clause (and its arguments) of a sort policy, as of

@@ -94,9 +94,9 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 // comment adds a comment as `bd comments add` does, so that bd show lists
 // it and bd export carries it.
 func (t *txn) comment(id, author, text string) error {
-	err := t.q.CommentInsert(t.ctx, t.conn, db.CommentInsertParams{IssueID: id, Author: author, Text: text, CreatedAt: t.now.UTC().Format(sqliteTime)})
+	err := t.q.CommentInsert(t.ctx, t.conn, db.CommentInsertParams{IssueID: id, Author: author, Text: text, CreatedAt: t.flavor.eventAt(t.now)})
 	if err == nil {
-		err = t.dirty(id, t.now.Format(rowTime))
+		err = t.dirty(id, t.flavor.rowAt(t.now))
 	}
 	return err
 }
@@ -124,7 +124,7 @@ func (t *txn) label(r *row, actor, label string, add bool) error {
 		slices.Sort(r.Labels)
 	}
 	if _, err = t.event(r.ID, event, actor, sql.NullString{}, sql.NullString{}, comment); err == nil {
-		err = t.dirty(r.ID, t.now.Format(rowTime))
+		err = t.dirty(r.ID, t.flavor.rowAt(t.now))
 	}
 	return err
 }
@@ -205,7 +205,7 @@ func (s *Store) Reset(ctx context.Context, req ResetRequest) (Reset, error) {
 		if err != nil || (a.Failures == 0 && !a.Labelled) {
 			return err
 		}
-		updated := laterThan(t.now, r.UpdatedAt).Format(rowTime)
+		updated := t.flavor.updatedAt(t.now, r.UpdatedAt)
 		if _, err := t.q.IssueTouch(t.ctx, t.conn, db.IssueTouchParams{UpdatedAt: updated, ID: req.ID}); err != nil {
 			return err
 		}

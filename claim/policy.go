@@ -116,8 +116,8 @@ func (a *attemptsRow) dest() []any {
 	return []any{&a.ID, &a.Failures, &a.last, &a.retry, &a.InBackoff, &a.Exhausted, &a.Labelled}
 }
 
-func (a *attemptsRow) done() Attempts {
-	a.LastFailureAt, _ = time.Parse(sqliteTime, a.last) // '' without failures
+func (a *attemptsRow) done(fl flavor) Attempts {
+	a.LastFailureAt, _ = time.Parse(fl.eventTime, a.last) // '' without failures
 	if a.Failures > 0 {
 		a.RetryAt = fromUnixSeconds(a.retry)
 	}

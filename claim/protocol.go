@@ -41,19 +41,9 @@ const (
 	resetLike  = "'" + resetPrefix + "%'"
 )
 
-// The time layouts of a SQLite workspace, one per format.
-const (
-	// sqliteTime is CURRENT_TIMESTAMP's and datetime()'s form: how
-	// events.created_at and comments.created_at are written (as bd's
-	// column defaults leave them) and what bd's datetime() comparisons use.
-	sqliteTime = "2006-01-02 15:04:05"
-	// leaseTime is how a lease's end is written: UTC, whole seconds, so
-	// that it compares as text.
-	leaseTime = "2006-01-02T15:04:05Z"
-	// rowTime (time.RFC3339Nano) is how bd writes issues.updated_at and
-	// dirty_issues.marked_at.
-	rowTime = time.RFC3339Nano
-)
+// leaseTime is how a lease's end is written in a claim event's comment:
+// UTC, whole seconds, so that it compares as text.
+const leaseTime = "2006-01-02T15:04:05Z"
 
 // Lease is a claim's lease: the claim may be taken over once Until passes.
 type Lease struct {

@@ -29,7 +29,7 @@ type readySpec struct {
 // newReadySpec builds the specification for one workspace flavor,
 // agent, failure policy and set of filters, as of now.
 func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) readySpec {
-	nowText := now.UTC().Format(sqliteTime)
+	nowText := fl.eventAt(now) // in the form of the database's datetime()
 	spec := readySpec{sort: f.Sort}
 	add := func(name, reason string, pred sq.Sqlizer) {
 		spec.rules = append(spec.rules, rule{name, reason, pred})

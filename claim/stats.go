@@ -117,7 +117,7 @@ func (t *txn) stats(st *Stats) error {
 	}
 	for _, c := range held {
 		hi := HeldIssue{ID: c.IssueID, ClaimID: c.ID}
-		if at, err := time.Parse(sqliteTime, c.At); err == nil {
+		if at, err := time.Parse(t.flavor.eventTime, c.At); err == nil {
 			hi.ClaimedAt, hi.AgeSeconds = &at, max(0, int64(t.now.Sub(at)/time.Second))
 		}
 		if l := c.lease(); l != nil {
@@ -135,7 +135,7 @@ func (t *txn) stats(st *Stats) error {
 	b = t.policy.attempts(sq.Expr("i.status = 'open'"), t.now).Where("n > 0 OR labelled").OrderBy("id")
 	var r attemptsRow
 	err = t.each(b, r.dest(), func() {
-		switch a := r.done(); {
+		switch a := r.done(t.flavor); {
 		case a.Labelled || a.Exhausted:
 			st.Abandoned = append(st.Abandoned, Abandoned{ID: r.ID, Failures: a.Failures, Labelled: a.Labelled})
 		case a.InBackoff:
@@ -146,7 +146,7 @@ func (t *txn) stats(st *Stats) error {
 		return err
 	}
 	ev, err := t.q.EventCountsSince(t.ctx, t.conn, db.EventCountsSinceParams{
-		Since: t.now.Add(-time.Hour).UTC().Format(sqliteTime), Released: like(releasedPrefix), Failed: like(failedPrefix), Expired: like(expiredPrefix),
+		Since: t.flavor.eventAt(t.now.Add(-time.Hour)), Released: like(releasedPrefix), Failed: like(failedPrefix), Expired: like(expiredPrefix),
 	})
 	st.LastHour = EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}
 	return err

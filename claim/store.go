@@ -211,7 +211,7 @@ func (t *txn) held() ([]claimEvent, error) {
 func (t *txn) attempts(id string) (Attempts, error) {
 	var a attemptsRow
 	err := t.queryRow(t.policy.attempts(sq.Eq{"i.id": id}, t.now)).Scan(a.dest()...)
-	return a.done(), err
+	return a.done(t.flavor), err
 }
 
 // Issue is a claimed (or, in a dry run, claimable) issue as the JSON
@@ -283,7 +283,7 @@ type move struct {
 // was, new_value the change) and one dirty mark. It returns the event's id
 // and leaves r as written.
 func (t *txn) transition(r *row, m move) (int64, error) {
-	updated := laterThan(t.now, r.UpdatedAt).Format(rowTime)
+	updated := t.flavor.updatedAt(t.now, r.UpdatedAt)
 	oldValue := t.flavor.eventOldValue(r)
 	oldStatus, oldAssignee := r.Status, r.Assignee
 	r.cols["status"], r.cols["assignee"] = text(m.status), text(m.assignee)
@@ -312,7 +312,7 @@ func (t *txn) transition(r *row, m move) (int64, error) {
 func (t *txn) event(id, eventType, actor string, oldValue, newValue sql.NullString, comment string) (int64, error) {
 	return t.q.EventInsert(t.ctx, t.conn, db.EventInsertParams{
 		IssueID: id, EventType: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue,
-		Comment: optional(comment), CreatedAt: t.now.UTC().Format(sqliteTime),
+		Comment: optional(comment), CreatedAt: t.flavor.eventAt(t.now),
 	})
 }
 
@@ -324,12 +324,3 @@ func (t *txn) dirty(id, at string) error {
 func text(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }
 
 func optional(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
-
-// laterThan returns now, or just after prev when the clock has not moved
-// past it: bd's import keeps whichever copy has the newer updated_at.
-func laterThan(now time.Time, prev string) time.Time {
-	if t, err := time.Parse(rowTime, prev); err == nil && !now.After(t) {
-		return t.Add(time.Microsecond).In(now.Location())
-	}
-	return now
-}
