@@ -205,11 +205,16 @@ func serveMCP(ctx context.Context, s *claim.Store, o *options, out output, log *
 	server := mcp.NewServer(&mcp.Implementation{Name: "bd-claim", Version: Version}, nil)
 	for _, t := range mcpTools {
 		server.AddTool(t.tool(), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// A call ends when the server stops (the SDK does not cancel
+			// it): a wait in progress is interrupted, nothing written.
+			ctx, cancel := context.WithCancel(ctx)
+			defer context.AfterFunc(serving, cancel)()
+			defer cancel()
 			return m.call(ctx, t, req.Params.Arguments), nil
 		})
 	}
 	log.Info("mcp_serving", "agent", m.agent, "db_path", s.Workspace.DBPath, "lease", o.cfg.Lease.String())
-	err := server.Run(serving, &mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{out.w}})
+	err := server.Run(serving, &mcp.IOTransport{Reader: stopOnEOF{os.Stdin, stop}, Writer: nopWriteCloser{out.w}})
 	stop() // ends the renewals: the claims keep their leases, which lapse
 	m.wg.Wait()
 	log.Info("mcp_stopped", "agent", m.agent, "reason", fmt.Sprint(err), o.elapsed())
@@ -217,6 +222,20 @@ func serveMCP(ctx context.Context, s *claim.Store, o *options, out output, log *
 		return ExitInterrupted
 	}
 	return ExitClaimed
+}
+
+// stopOnEOF stops the server when stdin ends: the client has gone.
+type stopOnEOF struct {
+	io.ReadCloser
+	stop context.CancelFunc
+}
+
+func (r stopOnEOF) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if err != nil {
+		r.stop()
+	}
+	return n, err
 }
 
 type nopWriteCloser struct{ io.Writer }
