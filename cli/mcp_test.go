@@ -221,7 +221,7 @@ func TestMCPFootprint(t *testing.T) {
 		{"release", map[string]any{"id": a01}, []string{"release", "--id", a01}, 0},
 		{"reap", map[string]any{"dry_run": true}, []string{"reap", "--dry-run"}, 0},
 		{"reap", map[string]any(nil), []string{"reap"}, 0}, // arguments: null
-		{"stats", nil, []string{"stats"}, 0}, // no arguments
+		{"stats", nil, []string{"stats"}, 0}, // the SDK sends {}
 	} {
 		r := run(t, viaCLI, nil, append(step.cli, "--agent", "a", "--quiet")...)
 		assert.Equal(t, r.ExitCode, step.exit, "%q: %s", step.cli, r.Stdout())
@@ -450,4 +450,45 @@ func waitForText(t *testing.T, b *syncBuffer, text string) {
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(b.String(), text); time.Sleep(20 * time.Millisecond) {
 		assert.Assert(t, time.Now().Before(deadline), "no %q in %s", text, b.String())
 	}
+}
+
+// The protocol lets a client omit a call's arguments (the SDK's client
+// always sends an object): a tool without required arguments then runs
+// with none.
+func TestMCPCallWithoutArguments(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binary, "mcp", "--agent", "a", "--quiet")
+	cmd.Dir = claimtest.Fixture(t, "0.49.6")
+	cmd.Env = []string{"GOCOVERDIR=" + coverDir, "TZ=UTC", "GORACE=atexit_sleep_ms=0"}
+	stdin, err := cmd.StdinPipe()
+	assert.NilError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	assert.NilError(t, err)
+	assert.NilError(t, cmd.Start())
+	for _, msg := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"stats"}}`,
+	} {
+		_, err := io.WriteString(stdin, msg+"\n")
+		assert.NilError(t, err)
+	}
+	dec := json.NewDecoder(stdout)
+	for {
+		var resp struct {
+			ID     int `json:"id"`
+			Result struct {
+				IsError           bool   `json:"isError"`
+				StructuredContent result `json:"structuredContent"`
+			} `json:"result"`
+		}
+		assert.NilError(t, dec.Decode(&resp))
+		if resp.ID == 2 {
+			assert.Assert(t, !resp.Result.IsError)
+			assert.Equal(t, resp.Result.StructuredContent.Status, "ok")
+			break
+		}
+	}
+	assert.NilError(t, stdin.Close())
+	assert.NilError(t, cmd.Wait())
 }
