@@ -140,7 +140,10 @@ func (o *Overrides) Set(name, value, source string) error {
 // Given returns the values given; the settings not given are zero.
 func (o *Overrides) Given() Settings { return o.values }
 
-func (o *Overrides) apply(s *Settings) {
+// Apply sets the settings given over s, as LoadSettings does last: a
+// long-lived caller (bd-claim mcp) loads the settings once and applies
+// each request's overrides to a copy.
+func (o *Overrides) Apply(s *Settings) {
 	for _, st := range o.set {
 		st.copy(s, &o.values)
 	}
@@ -173,7 +176,7 @@ func LoadSettings(ws Workspace, getenv func(string) string, flags ...*Overrides)
 		}
 	}
 	for _, o := range flags {
-		o.apply(&s)
+		o.Apply(&s)
 	}
 	return s, s.Check()
 }

@@ -63,7 +63,7 @@ type command struct {
 var commands = map[string]*command{}
 
 func init() {
-	for _, c := range []*command{claimCommand, releaseCommand, heartbeatCommand, resetCommand, reapCommand, statsCommand} {
+	for _, c := range []*command{claimCommand, releaseCommand, heartbeatCommand, resetCommand, reapCommand, statsCommand, mcpCommand} {
 		commands[c.name] = c
 	}
 }
@@ -233,6 +233,7 @@ const commandList = `Commands:
   bd-claim reset --id ISSUE                  clear an issue's failed attempts and abandonment
   bd-claim reap [--dry-run]                  return every claim whose lease expired to open
   bd-claim stats                             ready, blocked, held, expired, backoff, abandoned
+  bd-claim mcp --agent NAME                  serve these commands as MCP tools over stdio
   bd-claim demo [--agents N] [--issues N]    drain a generated workspace with racing agents
   bd-claim version | help COMMAND | COMMAND --help
 `

@@ -11,6 +11,8 @@
 //     --claim` and `bd ready -n 1 --json` on the same 10k workspace.
 //  2. In-process claims/s (library mode), 1 and 8 goroutines sharing one
 //     Store, next to a raw BEGIN IMMEDIATE; UPDATE; COMMIT loop.
+//     Then the round trip of an MCP claim call on a live `bd-claim mcp`
+//     server, on the 10k workspace, next to the CLI claim process.
 //  3. A swarm of 48 processes draining 2,000 ready issues.
 //  4. Cost growth with issue count, same-priority worst case, label filters,
 //     and the peak RSS of one claim.
@@ -42,6 +44,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/db"
@@ -218,6 +222,9 @@ func (b *bench) run() error {
 	}
 	cli, err := b.cliLoop()
 	if err != nil {
+		return err
+	}
+	if err := b.mcpLoop(ctx, cli); err != nil {
 		return err
 	}
 	if err := b.inProcess(ctx); err != nil {
@@ -688,6 +695,66 @@ func (b *bench) cliRows(res cliResult) {
 	} else {
 		b.add(row{sec, "bd " + bdVersion + " update --claim / ready", "not built (scripts/build-bd.sh " + bdVersion + ")", "", "", "≥ 20× slower", "n/a"})
 	}
+}
+
+// mcpLoop measures the round trip of an MCP claim call (the SDK's client
+// over stdio, request to decoded result) on a live `bd-claim mcp` server,
+// on its own copy of the 10k workspace, against the CLI claim process at
+// 10k measured by cliLoop (and bd update --claim when built).
+func (b *bench) mcpLoop(ctx context.Context, res cliResult) error {
+	t := b.templates["10k"]
+	ws, err := b.workspace("mcp-10k", t)
+	if err != nil {
+		return err
+	}
+	const warm = 5
+	n := min(*runs, len(t.ready)-warm)
+	cmd := exec.Command(b.bin, "mcp", "--agent", "bench", "--quiet")
+	cmd.Dir, cmd.Env, cmd.Stderr = ws.dir, b.claimEnv, os.Stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "bd-claim-bench", Version: "1"}, nil)
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return fmt.Errorf("start bd-claim mcp: %w", err)
+	}
+	var samples []time.Duration
+	for i := range warm + n {
+		start := time.Now()
+		r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "claim", Arguments: map[string]any{}})
+		d := time.Since(start)
+		if err == nil && r.IsError {
+			err = fmt.Errorf("tool error: %v", r.StructuredContent)
+		}
+		if err == nil {
+			if env, _ := r.StructuredContent.(map[string]any); env["issue"] == nil {
+				err = fmt.Errorf("no issue claimed: %v", r.StructuredContent)
+			}
+		}
+		if err != nil {
+			session.Close()
+			return fmt.Errorf("MCP claim call: %w", err)
+		}
+		if i >= warm {
+			samples = append(samples, d)
+		}
+	}
+	if err := session.Close(); err != nil {
+		return fmt.Errorf("bd-claim mcp exited: %w", err)
+	}
+	if got, err := ws.countClaimed("bench"); err != nil || got != warm+n {
+		return fmt.Errorf("MCP loop: %d calls claimed an issue but %d are claimed (%v)", warm+n, got, err)
+	}
+	const sec = "1b. MCP claim call on a live server"
+	m := median(samples)
+	cli := median(res["claim-10k"].samples)
+	b.add(row{sec, fmt.Sprintf("claim tool call round trip, bd-claim mcp, 10k issues, n=%d", n),
+		ms(m) + " median, " + ms(pct(samples, 99)) + " p99", "CLI claim process 10k median",
+		x(float64(cli)/float64(m)) + " faster", "≥ 10× faster", verdict(float64(cli) >= 10*float64(m))})
+	if up := res["bd-update-claim"]; up != nil {
+		u := median(up.samples)
+		b.add(row{sec, "the same call", ms(m) + " median", fmt.Sprintf("bd %s update ID --claim median", bdVersion),
+			x(float64(u)/float64(m)) + " faster", "≥ 20× faster", verdict(float64(u) >= 20*float64(m))})
+	}
+	return nil
 }
 
 // inProcess measures library-mode claims/s with 1 and 8 goroutines sharing
