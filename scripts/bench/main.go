@@ -1267,6 +1267,17 @@ const limits = `
   Tried and reverted: checking first whether any lease has expired, to keep the plain status = 'open' walk
   (it costs a look at every in_progress issue per claim: 1.4 ms per library claim with 2000 held). Not yet
   tried: finding the candidate before BEGIN IMMEDIATE and only re-checking it inside.
+- **The redesign (issue 8) costs nothing measurable.** This run's machine was about 2x slower than the
+  previous table's (hello-world 3.07 vs 1.73 ms, raw loop 4210 vs 9481 claims/s), which explains the lower
+  absolute figures and the three busy exits of the swarm. Against the commit before the redesign
+  (824dad3), same machine, interleaved: Go benchmarks (8 rounds, benchstat) Claim 944 vs 894 us and
+  ClaimDryRun 1.56 vs 1.30 ms, both within noise, with 3% and 7% fewer allocations; a CLI claim at 10k
+  45.0 vs 44.6 ms median (150 runs each); the 48-process swarm on a 3000-issue workspace 25.3 and 26.1 vs
+  26.2 and 26.7 claims/s, 4-6 busy exits in every run of both. A first version bound the protocol's LIKE
+  patterns as parameters: SQLite then re-prepares the claim query on every run (its LIKE optimisation
+  depends on the value), +80% per claim; the patterns are SQL literals since.
+- **MCP.** A claim call on a live server skips the process start, the schema parse and the WAL checkpoint
+  of each CLI process: what is left is the claim itself and the JSON-RPC round trip over two pipes.
 `
 
 func cpuModel() string {
