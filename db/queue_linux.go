@@ -46,7 +46,7 @@ func (q *Queue) Close() error { return q.f.Close() }
 // lock that fails, goes on without the queue; the waiting goroutine then
 // leaves the queue as soon as its turn comes.
 func (q *Queue) Enter(timeout time.Duration) (leave func()) {
-	if q.lock(unix.F_OFD_SETLK) == nil {
+	if lock(q.fd(), unix.F_OFD_SETLK) == nil {
 		return q.unlock
 	}
 	if timeout <= 0 {
@@ -54,16 +54,21 @@ func (q *Queue) Enter(timeout time.Duration) (leave func()) {
 	}
 	// The blocking lock cannot be cancelled: a waiter that gives up leaves
 	// it to its goroutine, which leaves the queue once its turn comes.
+	// It waits on a descriptor of its own for the same open file (the lock
+	// is the open file's), so that closing the queue cannot pull the
+	// descriptor from under it; -1 when dup fails, and the lock then fails.
 	var mu sync.Mutex
 	gaveUp := false
 	got := make(chan error, 1)
+	fd, _ := unix.Dup(q.fd())
 	go func() {
-		err := q.lock(unix.F_OFD_SETLKW)
+		err := lock(fd, unix.F_OFD_SETLKW)
 		mu.Lock()
 		if err == nil && gaveUp {
-			q.unlock()
+			unlock(fd)
 		}
 		mu.Unlock()
+		_ = unix.Close(fd)
 		got <- err
 	}()
 	t := time.NewTimer(timeout)
@@ -89,12 +94,17 @@ func (q *Queue) leaveAfter(err error) func() {
 	return q.unlock
 }
 
-func (q *Queue) lock(cmd int) error {
+// fd is the queue's descriptor (-1 without a file).
+func (q *Queue) fd() int { return int(q.f.Fd()) }
+
+func (q *Queue) unlock() { unlock(q.fd()) }
+
+func lock(fd, cmd int) error {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: queueByte, Len: 1}
-	return unix.FcntlFlock(q.f.Fd(), cmd, &lk)
+	return unix.FcntlFlock(uintptr(fd), cmd, &lk)
 }
 
-func (q *Queue) unlock() {
+func unlock(fd int) {
 	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Start: queueByte, Len: 1}
-	_ = unix.FcntlFlock(q.f.Fd(), unix.F_OFD_SETLK, &lk)
+	_ = unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
 }
