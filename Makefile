@@ -45,6 +45,10 @@ generate: ## regenerate db/ from sql/ with the pinned sqlc
 schema: ## re-vendor sql/schema/ from the real bd's `bd init`
 	scripts/schema.sh
 
+.PHONY: dolt
+dolt: ## build bd v1.3.0 and dolt 2.2.0 (cgo) for the future Dolt backend; not used by test/verify/bench
+	scripts/build-dolt.sh
+
 .PHONY: bench
 bench: ## build bd-claim, the newest bd and a hello-world, print the benchmark table (BENCH_FLAGS='-quick', '-write', '-runs N')
 	$(GO) build -o .bin/bd-claim .
