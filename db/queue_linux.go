@@ -46,7 +46,7 @@ func (q *Queue) Close() error { return q.f.Close() }
 // lock that fails, goes on without the queue; the waiting goroutine then
 // leaves the queue as soon as its turn comes.
 func (q *Queue) Enter(timeout time.Duration) (leave func()) {
-	if lock(q.fd(), unix.F_OFD_SETLK) == nil {
+	if q.lock(unix.F_OFD_SETLK) == nil {
 		return q.unlock
 	}
 	if timeout <= 0 {
@@ -54,21 +54,16 @@ func (q *Queue) Enter(timeout time.Duration) (leave func()) {
 	}
 	// The blocking lock cannot be cancelled: a waiter that gives up leaves
 	// it to its goroutine, which leaves the queue once its turn comes.
-	// It waits on a descriptor of its own for the same open file (the lock
-	// is the open file's), so that closing the queue cannot pull the
-	// descriptor from under it; -1 when dup fails, and the lock then fails.
 	var mu sync.Mutex
 	gaveUp := false
 	got := make(chan error, 1)
-	fd, _ := unix.Dup(q.fd())
 	go func() {
-		err := lock(fd, unix.F_OFD_SETLKW)
+		err := q.lock(unix.F_OFD_SETLKW)
 		mu.Lock()
 		if err == nil && gaveUp {
-			unlock(fd)
+			q.unlock()
 		}
 		mu.Unlock()
-		_ = unix.Close(fd)
 		got <- err
 	}()
 	t := time.NewTimer(timeout)
@@ -94,17 +89,12 @@ func (q *Queue) leaveAfter(err error) func() {
 	return q.unlock
 }
 
-// fd is the queue's descriptor (-1 without a file).
-func (q *Queue) fd() int { return int(q.f.Fd()) }
-
-func (q *Queue) unlock() { unlock(q.fd()) }
-
-func lock(fd, cmd int) error {
+func (q *Queue) lock(cmd int) error {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: queueByte, Len: 1}
-	return unix.FcntlFlock(uintptr(fd), cmd, &lk)
+	return unix.FcntlFlock(q.f.Fd(), cmd, &lk)
 }
 
-func unlock(fd int) {
+func (q *Queue) unlock() {
 	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Start: queueByte, Len: 1}
-	_ = unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
+	_ = unix.FcntlFlock(q.f.Fd(), unix.F_OFD_SETLK, &lk)
 }

@@ -26,7 +26,7 @@ func free(t *testing.T, path string) bool {
 	t.Helper()
 	probe := OpenQueue(path)
 	defer probe.Close()
-	if lock(probe.fd(), unix.F_OFD_SETLK) != nil {
+	if probe.lock(unix.F_OFD_SETLK) != nil {
 		return false
 	}
 	probe.unlock()

@@ -1283,14 +1283,6 @@ const limits = `
   (GODEBUG=inittrace=1) in every process. A CLI claim at 10k measured 39.1 vs 37.0 ms median (+6%, 150
   interleaved runs each) against the commit before the MCP server. A separate binary for the server would
   give it back; issue 10's process-cost target will have to decide.
-- **Writers' queue (issue 10, first part).** Since 5f5dfb3 every bd-claim write takes its turn in a kernel
-  queue (an OFD lock on a byte of the database file that SQLite never locks) before BEGIN IMMEDIATE. Against
-  the binary before it, alternating runs of 48 processes draining 2000 of 3000 issues: 0 busy exits instead
-  of 4-5, p99 2.6-3.4 s instead of 10.5-10.7 s, max 2.8-3.7 s instead of 15 s, claims/s the same (the two
-  cores are the limit: each process needs its start, schema parse and checkpoint). A wait is now about the
-  fair-queue bound (waiters / throughput), so p50 rose from about 0.6 s to 1.8-2.3 s: nobody is served
-  early at the expense of an unlucky waiter. The demo's 8 agents: the least-served got 11-16 of 143 claims
-  in three runs, against 0-3 before.
 `
 
 func cpuModel() string {
