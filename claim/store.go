@@ -44,9 +44,7 @@ type Store struct {
 	conn      *sql.DB
 	stmts     *db.Stmts
 	writing   sync.Mutex // held for a write transaction
-	handoff   *db.Queue  // the writers' queue across processes, entered under writing
-	busy      time.Duration
-	queues    queues // guarded by writing
+	queues    queues     // guarded by writing
 	q         *db.Queries
 	readSQL   string // reads the flavor's columns of one issue (see txn.read)
 	now       func() time.Time
@@ -86,7 +84,6 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	}
 	readSQL, _ := sq.Select(exprs...).From("issues").Where("id = ?").MustSql()
 	return &Store{Workspace: ws, flavor: fl, conn: conn, stmts: db.NewStmts(conn), queues: queues{}, q: db.New(),
-		handoff: db.OpenQueue(ws.DBPath), busy: o.BusyTimeout,
 		readSQL: readSQL, now: o.Now, retry: db.Retry(o.Retry), policy: *o.Policy}, nil
 }
 
@@ -96,7 +93,6 @@ func (s *Store) Version() Version { return s.flavor.version }
 // Close releases the database.
 func (s *Store) Close() error {
 	s.stmts.Close()
-	_ = s.handoff.Close() // only a file of its own
 	return s.conn.Close()
 }
 
@@ -126,13 +122,10 @@ func (s *Store) look(ctx context.Context, doing string, fn func(t *txn) error) e
 }
 
 // write is the one shape of every write of the claim lifecycle: the
-// Store's writers queue on a mutex (SQLite has one writer anyway, and one
-// connection at a time keeps the claim order valid), then every writer of
-// the database, in any process, in a kernel queue (db.Queue: its turn
-// comes the moment the previous writer leaves, where SQLite's busy handler
-// sleeps up to 100ms between looks at the lock; a wait past the busy
-// timeout goes on without it), then fn runs in one BEGIN IMMEDIATE
-// transaction (db.Tx: begin and commit errors wrapped, a panic
+// Store's writers queue on a mutex (SQLite has one writer anyway, its busy
+// handler sleeps up to 100ms between looks at the lock, and one connection
+// at a time keeps the claim order valid), then fn runs in one BEGIN
+// IMMEDIATE transaction (db.Tx: begin and commit errors wrapped, a panic
 // rolled back), tried again whole while the database is busy, the clock
 // read anew at the start of each try. Once begun, the transaction runs to
 // its end even when ctx is cancelled (a signal): the caller then learns of
@@ -144,7 +137,6 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 	}
 	s.writing.Lock()
 	defer s.writing.Unlock()
-	defer s.handoff.Enter(s.busy)()
 	ctx = context.WithoutCancel(ctx)
 	var t *txn
 	err := db.Tx(ctx, s.conn, s.retry, func(tx *sql.Tx) error {
