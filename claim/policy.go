@@ -74,9 +74,9 @@ func (p Policy) rules(now time.Time) []rule {
 	return append(rules, rule{"abandoned", reason, abandoned})
 }
 
-// Attempts is an issue's failure history since its last reset, as the
+// failureHistory is an issue's failures since its last reset, as the
 // policy judges it.
-type Attempts struct {
+type failureHistory struct {
 	Failures      int
 	LastFailureAt time.Time // zero without failures
 	RetryAt       time.Time // when the backoff after the latest failure ends
@@ -109,19 +109,19 @@ type attemptsRow struct {
 	ID    string
 	last  string
 	retry float64
-	Attempts
+	failureHistory
 }
 
 func (a *attemptsRow) dest() []any {
 	return []any{&a.ID, &a.Failures, &a.last, &a.retry, &a.InBackoff, &a.Exhausted, &a.Labelled}
 }
 
-func (a *attemptsRow) done(fl flavor) Attempts {
+func (a *attemptsRow) done(fl flavor) failureHistory {
 	a.LastFailureAt, _ = time.Parse(fl.eventTime, a.last) // '' without failures
 	if a.Failures > 0 {
 		a.RetryAt = fromUnixSeconds(a.retry)
 	}
-	return a.Attempts
+	return a.failureHistory
 }
 
 // unixSeconds is t as SQL compares it with retryAt.

@@ -208,7 +208,7 @@ func (t *txn) held() ([]claimEvent, error) {
 }
 
 // attempts reads issue id's failure history as the policy judges it.
-func (t *txn) attempts(id string) (Attempts, error) {
+func (t *txn) attempts(id string) (failureHistory, error) {
 	var a attemptsRow
 	err := t.queryRow(t.policy.attempts(sq.Eq{"i.id": id}, t.now)).Scan(a.dest()...)
 	return a.done(t.flavor), err
