@@ -63,7 +63,7 @@ if ((check)); then
     fi
     # sqlc compiles the queries against the newest schema.
     newest=sql/schema/bd-${VERSIONS[0]}.sql
-    sqlc_schema=$(sed -n 's/^[[:space:]]*schema:[[:space:]]*//p' "$root/sqlc.yaml")
+    sqlc_schema=$(sed -n 's/^[[:space:]]*schema:[[:space:]]*\(sql\/schema\/\)/\1/p' "$root/sqlc.yaml") # the SQLite engine's (sql/dolt/ is the Dolt one)
     if [[ $sqlc_schema != "$newest" ]]; then
         echo "schema.sh: sqlc.yaml has schema: ${sqlc_schema:-(none)}, want $newest (then make generate)" >&2
         status=1
