@@ -33,6 +33,9 @@ func (s *Store) Claim(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	if req.Wait > 0 {
+		if s.flavor.dolt {
+			return Result{}, notOnDolt("--wait")
+		}
 		return s.wait(ctx, req)
 	}
 	return s.claimOnce(ctx, req)
@@ -51,14 +54,19 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 		return res, err
 	}
 	err := s.write(ctx, "claim an issue", func(t *txn) error {
-		q := t.queues.of(req)
+		var q *queue
+		if !t.flavor.dolt { // Dolt: no change counter to trust a remembered order by
+			q = t.queues.of(req)
+		}
 		c, err := t.choose(req, q)
 		if err != nil || c.r == nil {
 			res = c.result()
 			return err
 		}
 		res, err = t.take(c, req)
-		t.committed = append(t.committed, func() { q.taken(c.r.ID) })
+		if q != nil {
+			t.committed = append(t.committed, func() { q.taken(c.r.ID) })
+		}
 		return err
 	})
 	if err != nil {
@@ -109,7 +117,7 @@ func (t *txn) choose(req Request, q *queue) (choice, error) {
 		}
 	}
 	if req.MaxHeld > 0 {
-		held, err := t.q.IssueHeldCount(t.ctx, t.conn, req.Agent)
+		held, err := t.heldCount(req.Agent)
 		if err != nil {
 			return choice{}, err
 		}
@@ -128,6 +136,8 @@ func (t *txn) choose(req Request, q *queue) (choice, error) {
 		if ok, err = found(t.queryRow(spec.byID(req.ID)).Scan(&id)); err == nil && !ok {
 			return choice{}, t.refuse(spec, req, c)
 		}
+	case t.flavor.dolt:
+		id, ok, err = t.doltNext(spec)
 	case q == nil:
 		ok, err = found(t.queryRow(spec.next()).Scan(&id))
 	default:
@@ -169,6 +179,9 @@ func (t *txn) rechoose(req Request, c claimEvent) (choice, error) {
 // issue the agent holds already is claimed again without a write, its
 // lease renewed when req asks for one.
 func (t *txn) take(c choice, req Request) (Result, error) {
+	if t.flavor.dolt {
+		return t.doltTake(c, req)
+	}
 	res := c.result()
 	if c.held != nil {
 		var err error

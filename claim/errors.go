@@ -16,9 +16,11 @@ type Code string
 const (
 	EUnexpected   Code = "UNEXPECTED"          // a bug or an I/O failure nobody planned for
 	EInvalid      Code = "INVALID_ARGUMENT"    // bad flag, agent name, priority...
-	EBusy         Code = "SQLITE_BUSY"         // the database stayed locked past the timeout and retries
+	EBusy         Code = "SQLITE_BUSY"         // the database stayed locked (Dolt: kept conflicting) past the timeout and retries
 	EWorkspace    Code = "WORKSPACE_NOT_FOUND" // no .beads directory could be found
-	EDBNotFound   Code = "DB_NOT_FOUND"        // a workspace without a database, or a missing --db file
+	EDBNotFound   Code = "DB_NOT_FOUND"        // a workspace without a database, a missing --db file, no such database on the Dolt server
+	EUnavailable  Code = "DB_UNAVAILABLE"      // the Dolt server cannot be reached (refused, timed out, connection lost): retryable
+	EAccess       Code = "DB_ACCESS_DENIED"    // the Dolt server refused the login, or a write to a read-only user
 	ESchema       Code = "SCHEMA_INCOMPATIBLE" // Dolt, beads_rust, not SQLite, corrupt, missing columns
 	EAlready      Code = "ALREADY_CLAIMED"     // --id: someone else holds the issue
 	ENotClaimable Code = "NOT_CLAIMABLE"       // --id: the issue exists but is not ready
@@ -83,6 +85,9 @@ func classify(err error, doing string) error {
 		return &Error{Code: EInterrupted, Message: "interrupted before it could " + doing + "; nothing was written", Err: err}
 	}
 	code, detail := EUnexpected, err.Error()
+	if c, d, ok := doltCode(err); ok {
+		code, detail = c, d+" ("+detail+")"
+	}
 	switch db.Code(err) {
 	case db.CodeBusy, db.CodeLocked:
 		code, detail = EBusy, "the database stayed locked by another writer; retry later or raise --timeout-ms ("+detail+")"

@@ -49,7 +49,7 @@ func (s *Store) Explain(ctx context.Context, req Request) (Explanation, error) {
 		for i, r := range rules {
 			e.Excluded[r.name] += counts[i]
 		}
-		held, err := t.q.IssueHeldCount(t.ctx, t.conn, req.Agent)
+		held, err := t.heldCount(req.Agent)
 		if err != nil {
 			return err
 		}

@@ -20,10 +20,13 @@ import (
 // writer of Beads databases is a new flavor (with its vendored schema and
 // fixtures), not an edit of the transaction.
 //
-// Today one family of writers exists: bd v0.27 to v0.50 on SQLite
-// (sqliteFlavor), whose choices depend on the bd version and the columns.
+// Two families of writers exist: bd v0.27 to v0.50 on SQLite
+// (sqliteFlavor), whose choices depend on the bd version and the columns,
+// and bd v1.3.x on a dolt sql-server (doltFlavor, in dolt.go).
 type flavor struct {
 	version    Version
+	dolt       bool            // a Dolt server workspace (bd v1.3.x): MySQL's dialect, bd's leases table, row_lock fencing
+	dependsOn  string          // the dependencies column that names the blocker or parent
 	columns    map[string]bool // the columns of issues
 	readCols   []string        // the issues columns a claim reads: those the hash and the payload use
 	hash       []hashField     // bd's ComputeContentHash, field by field
@@ -123,7 +126,7 @@ func detectFlavor(ctx context.Context, conn db.DBTX) (flavor, error) {
 // whose issues table has columns, with bd ready's configured id exclusions.
 func sqliteFlavor(v Version, columns map[string]bool, idPatterns string) flavor {
 	f := flavor{
-		version: v, columns: columns,
+		version: v, columns: columns, dependsOn: "depends_on_id",
 		hash: modernHash, payload: modernJSON, claimEvent: "status_changed",
 		eventTime: sqliteTime, rowTime: rowTime,
 		deferred: columns["defer_until"] && v.AtLeast(0, 43, 0),
@@ -201,7 +204,14 @@ func (f flavor) readyRules(rules []rule, now string, typeFilter bool) []rule {
 	if len(f.excludedTypes) > 0 && !typeFilter {
 		rules = append(rules, rule{"excluded_type", "its type (" + strings.Join(f.excludedTypes, ", ") + ") is never ready", sq.NotEq{"i.issue_type": f.excludedTypes}})
 	}
-	if f.deferred {
+	switch {
+	case f.dolt:
+		rules = append(rules, rule{"deferred", "it is deferred (defer_until is in the future)",
+			sq.Expr("(i.defer_until IS NULL OR i.defer_until <= ?)", now)},
+			rule{"deferred_parent", "its parent is deferred (defer_until is in the future)",
+				sq.Expr(`i.id NOT IN (SELECT d.issue_id FROM dependencies d JOIN issues p ON p.id = d.depends_on_issue_id
+	WHERE d.type = 'parent-child' AND p.defer_until > ?)`, now)})
+	case f.deferred:
 		rules = append(rules, rule{"deferred", "it is deferred (defer_until is in the future)",
 			sq.Expr("(i.defer_until IS NULL OR datetime(i.defer_until) <= datetime(?))", now)})
 	}
@@ -231,6 +241,13 @@ func (f flavor) order(s Sort, now string) (string, []any) {
 	case SortOldest:
 		return "i.created_at ASC, i.id ASC", nil
 	case SortHybrid:
+		if f.dolt { // bd v1.3.0's (sqlbuild.BuildReadyWorkOrder), its cutoff from our clock
+			cutoff, _ := time.Parse(f.eventTime, now)
+			c := cutoff.Add(-48 * time.Hour).Format(f.eventTime)
+			return `CASE WHEN i.created_at >= ? THEN 0 ELSE 1 END ASC,
+	CASE WHEN i.created_at >= ? THEN i.priority ELSE 999 END ASC,
+	i.created_at ASC, i.id ASC`, []any{c, c}
+		}
 		// bd's hybrid policy, with bd's datetime('now') bound to our clock.
 		return `CASE WHEN datetime(i.created_at) >= datetime(?, '-48 hours') THEN 0 ELSE 1 END ASC,
 	CASE WHEN datetime(i.created_at) >= datetime(?, '-48 hours') THEN i.priority ELSE NULL END ASC,

@@ -43,11 +43,18 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 	if err := req.Validate(); err != nil {
 		return Released{}, err
 	}
+	if req.Failed && s.flavor.dolt {
+		return Released{}, notOnDolt("release --failed")
+	}
 	var out Released
 	err := s.write(ctx, "release an issue", func(t *txn) error {
 		out = Released{}
 		c, err := t.holds(req.ID, req.Agent, req.ClaimID)
 		if err != nil {
+			return err
+		}
+		if t.flavor.dolt {
+			out, err = t.doltRelease(req, c)
 			return err
 		}
 		r, err := t.read(req.ID)
@@ -162,7 +169,11 @@ func (s *Store) Heartbeat(ctx context.Context, req HeartbeatRequest) (Result, er
 		if err != nil {
 			return err
 		}
-		lease, err := t.renew(req.ID, req.Agent, c, req.Lease)
+		renew := t.renew
+		if t.flavor.dolt {
+			renew = t.doltRenew
+		}
+		lease, err := renew(req.ID, req.Agent, c, req.Lease)
 		if err != nil {
 			return err
 		}
@@ -193,6 +204,9 @@ type Reset struct {
 func (s *Store) Reset(ctx context.Context, req ResetRequest) (Reset, error) {
 	if err := req.Validate(); err != nil {
 		return Reset{}, err
+	}
+	if s.flavor.dolt {
+		return Reset{}, notOnDolt("reset")
 	}
 	var out Reset
 	err := s.write(ctx, "reset an issue", func(t *txn) error {
@@ -251,6 +265,9 @@ func (t *txn) expire(r *row, actor string, h Holder, next string) error {
 // Reap returns every claim whose lease has expired to open, in one
 // transaction; with dryRun it only lists them.
 func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired, error) {
+	if s.flavor.dolt {
+		return nil, notOnDolt("reap")
+	}
 	if err := ValidateAgent(actor); err != nil {
 		return nil, err
 	}

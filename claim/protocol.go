@@ -120,6 +120,7 @@ type claimEvent struct {
 	Actor, Comment, At      string
 	Until                   string // the lease's end as leaseTime, "" without a lease
 	Expired                 bool
+	leaseFor                time.Duration // Dolt: the lease's length, from the leases row
 }
 
 func (c *claimEvent) dest() []any {
@@ -131,7 +132,11 @@ func (c claimEvent) lease() *Lease {
 	if c.Until == "" {
 		return nil
 	}
-	return parseLease(c.Comment)
+	if l := parseLease(c.Comment); l != nil {
+		return l
+	}
+	until, _ := time.Parse(leaseTime, c.Until) // a Dolt lease: written in this form by doltClaimState
+	return &Lease{Until: until, Duration: c.leaseFor}
 }
 
 // failures counts the failed attempts of issue i since its last reset (n)

@@ -24,6 +24,7 @@ type readySpec struct {
 	order string // ORDER BY clause
 	args  []any  // arguments of order
 	sort  Sort
+	dolt  bool // MySQL's dialect
 }
 
 // newReadySpec builds the specification for one workspace flavor,
@@ -36,16 +37,24 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	}
 	// The IN term keeps idx_issues_status_priority usable; an in_progress
 	// issue passes only once its lease has expired (a takeover).
-	expired := leaseExpired(now)
-	add("status", "its status is not open", sq.Expr("(i.status IN ('open', 'in_progress') AND (i.status = 'open' OR ?))", expired))
-	add("blocked", "it is blocked by an open dependency (blocked_issues_cache)", notBlocked)
+	if fl.dolt {
+		// No takeover of expired leases on Dolt yet.
+		add("status", "its status is not open", sq.Expr("i.status = 'open'"))
+		add("blocked", "it is blocked by an open dependency (is_blocked)", sq.Expr("i.is_blocked = 0"))
+	} else {
+		expired := leaseExpired(now)
+		add("status", "its status is not open", sq.Expr("(i.status IN ('open', 'in_progress') AND (i.status = 'open' OR ?))", expired))
+		add("blocked", "it is blocked by an open dependency (blocked_issues_cache)", notBlocked)
+	}
 	if f.OnlyUnassigned {
 		add("assignee", "it is already assigned", sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.status = 'in_progress')"))
 	} else {
 		add("assignee", "it is assigned to someone else", sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.assignee = ? OR i.status = 'in_progress')", agent))
 	}
 	spec.rules = fl.readyRules(spec.rules, nowText, len(f.Types) > 0)
-	spec.rules = append(spec.rules, p.rules(now)...)
+	if !fl.dolt { // failures are recorded in bd-claim's event comments on SQLite only, so far
+		spec.rules = append(spec.rules, p.rules(now)...)
+	}
 	for _, l := range f.IncludeLabels {
 		add("label:"+l, fmt.Sprintf("it lacks the label %q", l),
 			sq.Expr("EXISTS (SELECT 1 FROM labels l WHERE l.issue_id = i.id AND l.label = ?)", l))
@@ -63,13 +72,14 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	if f.Parent != "" {
 		add("parent", fmt.Sprintf("it is not a descendant of %s", f.Parent), sq.Expr(`i.id IN (
 	WITH RECURSIVE descendants(id) AS (
-		SELECT issue_id FROM dependencies WHERE type = 'parent-child' AND depends_on_id = ?
+		SELECT issue_id FROM dependencies WHERE type = 'parent-child' AND `+fl.dependsOn+` = ?
 		UNION
-		SELECT d.issue_id FROM dependencies d JOIN descendants ON d.depends_on_id = descendants.id
+		SELECT d.issue_id FROM dependencies d JOIN descendants ON d.`+fl.dependsOn+` = descendants.id
 		WHERE d.type = 'parent-child')
 	SELECT id FROM descendants)`, f.Parent))
 	}
 	spec.order, spec.args = fl.order(f.Sort, nowText)
+	spec.dolt = fl.dolt
 	return spec
 }
 
@@ -99,6 +109,9 @@ func (s readySpec) candidates() sq.SelectBuilder {
 // sorted candidates, one at a time, until one passes (the LIMIT keeps
 // SQLite from merging the two levels).
 func (s readySpec) next() sq.SelectBuilder {
+	if s.dolt {
+		return s.candidates().Limit(1)
+	}
 	var cheap, costly sq.And
 	for _, r := range s.rules {
 		if r.name == "backoff" || r.name == "abandoned" {

@@ -75,6 +75,9 @@ type PolicyJSON struct {
 
 // Stats reads the workspace's claim state as of now.
 func (s *Store) Stats(ctx context.Context) (Stats, error) {
+	if s.flavor.dolt {
+		return Stats{}, notOnDolt("stats")
+	}
 	p := s.policy
 	st := Stats{
 		ReadyByPriority: map[string]int{}, InProgress: []AgentClaims{},

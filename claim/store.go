@@ -13,6 +13,7 @@ import (
 	sq "github.com/Masterminds/squirrel"
 
 	"github.com/bdclaim/bd-claim/db"
+	"github.com/bdclaim/bd-claim/db/dolt"
 )
 
 // Options configure a Store.
@@ -46,9 +47,11 @@ type Store struct {
 	writing   sync.Mutex // held for a write transaction
 	queues    queues     // guarded by writing
 	q         *db.Queries
-	readSQL   string // reads the flavor's columns of one issue (see txn.read)
+	dq        *dolt.Queries // a Dolt workspace's queries (nil on SQLite)
+	readSQL   string        // reads the flavor's columns of one issue (see txn.read)
 	now       func() time.Time
 	retry     db.Retry
+	retryable func(error) bool // which errors of a write transaction are worth another try
 	policy    Policy
 	// faults, when set (by this package's tests), wraps the handle every
 	// query runs on, to make chosen statements fail.
@@ -70,6 +73,9 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	if o.Policy == nil {
 		o.Policy = &DefaultPolicy
 	}
+	if ws.Dolt != nil {
+		return openDolt(ctx, ws, o)
+	}
 	conn := db.Open(ws.DBPath, o.BusyTimeout)
 	fl, err := detectFlavor(ctx, conn)
 	if err != nil {
@@ -84,7 +90,7 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	}
 	readSQL, _ := sq.Select(exprs...).From("issues").Where("id = ?").MustSql()
 	return &Store{Workspace: ws, flavor: fl, conn: conn, stmts: db.NewStmts(conn), queues: queues{}, q: db.New(),
-		readSQL: readSQL, now: o.Now, retry: db.Retry(o.Retry), policy: *o.Policy}, nil
+		readSQL: readSQL, now: o.Now, retry: db.Retry(o.Retry), retryable: db.IsBusy, policy: *o.Policy}, nil
 }
 
 // Version is the bd release that last wrote the workspace.
@@ -92,7 +98,9 @@ func (s *Store) Version() Version { return s.flavor.version }
 
 // Close releases the database.
 func (s *Store) Close() error {
-	s.stmts.Close()
+	if s.stmts != nil {
+		s.stmts.Close()
+	}
 	return s.conn.Close()
 }
 
@@ -105,10 +113,20 @@ type txn struct {
 	conn      db.DBTX
 	now       time.Time
 	committed []func() // run once the transaction has committed
+	try       int      // which try of the write transaction this is, from 1
+	commit    string   // Dolt: the message of the Dolt commit that follows the SQL commit ("" for none)
 }
 
 func (s *Store) txn(ctx context.Context, tx *sql.Tx) *txn {
-	h := s.stmts.On(tx) // each statement is prepared once
+	var h db.DBTX
+	switch {
+	case s.stmts != nil:
+		h = s.stmts.On(tx) // each statement is prepared once
+	case tx != nil:
+		h = tx
+	default:
+		h = s.conn
+	}
 	if s.faults != nil {
 		h = s.faults(h)
 	}
@@ -139,8 +157,11 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 	defer s.writing.Unlock()
 	ctx = context.WithoutCancel(ctx)
 	var t *txn
-	err := db.Tx(ctx, s.conn, s.retry, func(tx *sql.Tx) error {
+	try := 0
+	err := db.TxRetry(ctx, s.conn, s.retry, s.retryable, func(tx *sql.Tx) error {
+		try++
 		t = s.txn(ctx, tx)
+		t.try = try
 		return fn(t)
 	})
 	if err != nil {
@@ -148,6 +169,9 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 	}
 	for _, f := range t.committed {
 		f()
+	}
+	if t.commit != "" {
+		return s.doltCommit(ctx, t.commit, doing)
 	}
 	return nil
 }
@@ -187,6 +211,9 @@ func (t *txn) each(b sq.SelectBuilder, dest []any, row func()) error {
 // issue reads issue id's status, holder and current claim event;
 // ISSUE_NOT_FOUND when there is no such issue.
 func (t *txn) issue(id string) (claimEvent, error) {
+	if t.flavor.dolt {
+		return t.doltClaimState(id)
+	}
 	var c claimEvent
 	ok, err := found(t.queryRow(claims(t.now).Where(sq.Eq{"i.id": id})).Scan(c.dest()...))
 	if err == nil && !ok {
@@ -235,12 +262,16 @@ type Issue struct {
 type row struct {
 	Issue
 	cols map[string]sql.NullString
+	dolt *doltSnapshot // a Dolt workspace's issue: its row_lock and bd's JSON of it
 }
 
 func (r *row) text(col string) string { return r.cols[col].String }
 
 // read loads one issue with the columns the flavor reads.
 func (t *txn) read(id string) (*row, error) {
+	if t.flavor.dolt {
+		return t.doltRead(id)
+	}
 	cols := t.flavor.readCols
 	vals := make([]sql.NullString, len(cols))
 	ptrs := make([]any, len(cols))

@@ -14,22 +14,34 @@ import (
 type Workspace struct {
 	Root     string `json:"workspace_root,omitempty"` // the directory that holds .beads ("" when the database was named directly)
 	BeadsDir string `json:"beads_dir,omitempty"`
-	DBPath   string `json:"db_path"`
-	Source   string `json:"source"` // which rule found it: --db, BD_DB, BEADS_DIR, BEADS_DB or walk
+	DBPath   string `json:"db_path"` // the SQLite file, or the Dolt server's database as mysql://user@host:port/database
+	Source   string `json:"source"`  // which rule found it: --db, BD_DB, --dsn, BD_CLAIM_DSN, BEADS_DIR, BEADS_DB or walk
+	// Dolt is the server of a Dolt workspace (bd v1.3.x server mode); nil
+	// for a SQLite workspace.
+	Dolt *DoltServer `json:"dolt_server,omitempty"`
 }
 
 // Locate says where to look for a workspace.
 type Locate struct {
 	DB     string              // --db: the database file itself
+	DSN    string              // --dsn: a Dolt server's database, user:password@tcp(host:port)/database
 	Start  string              // --workspace: where the walk up starts ("" = working directory)
 	Getenv func(string) string // the environment (BD_DB, BEADS_DIR, BEADS_DB)
 }
 
 // FindWorkspace finds the Beads database in bd's order: --db, $BD_DB,
-// $BEADS_DIR (following its redirect), $BEADS_DB, then a walk up from Start
-// to the first .beads directory, stopping at the git root. It never creates
-// anything.
+// --dsn, $BD_CLAIM_DSN, $BEADS_DIR (following its redirect), $BEADS_DB,
+// then a walk up from Start to the first .beads directory, stopping at the
+// git root. A Dolt workspace's server is resolved as bd resolves it, with
+// the same environment (see doltWorkspace). It never creates anything.
 func FindWorkspace(l Locate) (Workspace, error) {
+	for _, c := range []struct{ source, dsn string }{
+		{"--dsn", l.DSN}, {"BD_CLAIM_DSN", l.Getenv("BD_CLAIM_DSN")},
+	} {
+		if c.dsn != "" && l.DB == "" && l.Getenv("BD_DB") == "" {
+			return dsnServer(c.source, c.dsn)
+		}
+	}
 	for _, c := range []struct{ source, path string }{
 		{"--db", l.DB}, {"BD_DB", l.Getenv("BD_DB")},
 	} {
@@ -41,7 +53,7 @@ func FindWorkspace(l Locate) (Workspace, error) {
 		if !isDir(dir) {
 			return Workspace{}, Errorf(EWorkspace, "BEADS_DIR=%s is not a directory", dir)
 		}
-		return inBeadsDir("BEADS_DIR", dir)
+		return inBeadsDir("BEADS_DIR", dir, l.Getenv)
 	}
 	if path := l.Getenv("BEADS_DB"); path != "" {
 		return dbFile("BEADS_DB", path)
@@ -59,7 +71,7 @@ func FindWorkspace(l Locate) (Workspace, error) {
 	}
 	for {
 		if isDir(filepath.Join(dir, ".beads")) {
-			return inBeadsDir("walk", filepath.Join(dir, ".beads"))
+			return inBeadsDir("walk", filepath.Join(dir, ".beads"), l.Getenv)
 		}
 		parent := filepath.Dir(dir)
 		if exists(filepath.Join(dir, ".git")) || parent == dir {
@@ -78,9 +90,9 @@ func dbFile(source, path string) (Workspace, error) {
 }
 
 // inBeadsDir resolves the database inside a .beads directory: a redirect is
-// followed one level, a Dolt workspace is refused, then the file named by
-// metadata.json, beads.db, or the only other *.db is used.
-func inBeadsDir(source, dir string) (Workspace, error) {
+// followed one level, a Dolt workspace's server is resolved, else the file
+// named by metadata.json, beads.db, or the only other *.db is used.
+func inBeadsDir(source, dir string, getenv func(string) string) (Workspace, error) {
 	dir, _ = filepath.Abs(dir) // dir exists, so Abs cannot fail
 	if target, ok, err := readRedirect(dir); err != nil {
 		return Workspace{}, err
@@ -95,8 +107,8 @@ func inBeadsDir(source, dir string) (Workspace, error) {
 	if err != nil {
 		return ws, err
 	}
-	if strings.EqualFold(meta.Backend, "dolt") || isDir(filepath.Join(dir, "dolt")) {
-		return ws, Errorf(ESchema, "%s is a Dolt workspace (bd >= v0.50); bd-claim supports SQLite workspaces only", dir)
+	if strings.EqualFold(meta.Backend, "dolt") || isDir(filepath.Join(dir, "dolt")) || isDir(filepath.Join(dir, "embeddeddolt")) {
+		return doltWorkspace(ws, meta, getenv)
 	}
 	name := meta.Database
 	if name == "" {
@@ -118,9 +130,18 @@ func inBeadsDir(source, dir string) (Workspace, error) {
 	return ws, nil
 }
 
+// metadata is .beads/metadata.json as bd writes it (configfile.Config).
 type metadata struct {
-	Database string `json:"database"`
-	Backend  string `json:"backend"`
+	Database         string `json:"database"`
+	Backend          string `json:"backend"`
+	DoltMode         string `json:"dolt_mode"` // embedded (the default), server or proxied-server
+	DoltServerHost   string `json:"dolt_server_host"`
+	DoltServerPort   int    `json:"dolt_server_port"`
+	DoltServerSocket string `json:"dolt_server_socket"`
+	DoltServerUser   string `json:"dolt_server_user"`
+	DoltDatabase     string `json:"dolt_database"`
+	DoltServerTLS    bool   `json:"dolt_server_tls"`
+	ProjectID        string `json:"project_id"`
 }
 
 func readMetadata(dir string) (metadata, error) {

@@ -294,16 +294,16 @@ func TestFindWorkspace(t *testing.T) {
 			want:   want{code: claim.ESchema, msg: []string{"cannot read", "metadata.json"}},
 		},
 		{
-			name:   "Dolt backend in metadata.json",
+			name:   "Dolt backend in metadata.json, embedded mode",
 			files:  map[string]string{"ws/.beads/metadata.json": `{"database":"beads.db","backend":"Dolt"}`, "ws/.beads/beads.db": "x"},
 			locate: func(d string) claim.Locate { return claim.Locate{Start: filepath.Join(d, "ws")} },
-			want:   want{code: claim.ESchema, msg: []string{"is a Dolt workspace", "SQLite workspaces only"}},
+			want:   want{code: claim.ESchema, msg: []string{"is a Dolt workspace in embedded mode", "bd-claim needs server mode"}},
 		},
 		{
 			name:   "Dolt directory",
 			files:  map[string]string{"ws/.beads/dolt/": "", "ws/.beads/beads.db": "x"},
 			locate: func(d string) claim.Locate { return claim.Locate{Start: filepath.Join(d, "ws")} },
-			want:   want{code: claim.ESchema, msg: []string{"is a Dolt workspace"}},
+			want:   want{code: claim.ESchema, msg: []string{"is a Dolt workspace in embedded mode"}},
 		},
 		{
 			name: "the single other *.db, ignoring backups and vc.db",

@@ -72,7 +72,7 @@ func init() {
 type options struct {
 	req                 claim.Request
 	minPriority, sort   string
-	workspace, db       string
+	workspace, db, dsn  string
 	json, human, pretty bool
 	quiet, help         bool
 	timeoutMS           int
@@ -105,6 +105,7 @@ func newFlags(c *command, o *options) *pflag.FlagSet {
 	c.flags(fs, o)
 	fs.StringVar(&o.workspace, "workspace", "", "start the search for .beads/ here (default: working directory)")
 	fs.StringVar(&o.db, "db", "", "database file (default: discovered as bd does)")
+	fs.StringVar(&o.dsn, "dsn", "", "Dolt server database as user:password@tcp(host:port)/database (default $BD_CLAIM_DSN, else as bd finds it)")
 	fs.BoolVar(&o.json, "json", false, "JSON on stdout (the default)")
 	fs.BoolVar(&o.human, "human", false, "readable text instead of JSON")
 	fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON")
@@ -272,7 +273,7 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 		return out.fail(ExitInvalid, err)
 	}
 	log := newLogger(stderr, *o, getenv)
-	o.ws, err = claim.FindWorkspace(claim.Locate{DB: o.db, Start: o.workspace, Getenv: getenv})
+	o.ws, err = claim.FindWorkspace(claim.Locate{DB: o.db, DSN: o.dsn, Start: o.workspace, Getenv: getenv})
 	log.Debug("workspace_discovery", "cwd", o.workspace, "workspace_root", o.ws.Root, "db_path", o.ws.DBPath, "source", o.ws.Source)
 	if err == nil {
 		o.cfg, err = claim.LoadSettings(o.ws, getenv, &o.overrides)

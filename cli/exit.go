@@ -8,8 +8,8 @@ const (
 	ExitUnexpected = 1 // UNEXPECTED
 	ExitInvalid    = 2 // INVALID_ARGUMENT
 	ExitNoIssue    = 3 // no issue available for these filters
-	ExitBusy       = 4 // SQLITE_BUSY
-	ExitNotFound   = 5 // WORKSPACE_NOT_FOUND, DB_NOT_FOUND
+	ExitBusy       = 4 // SQLITE_BUSY, DB_UNAVAILABLE: retry later
+	ExitNotFound   = 5 // WORKSPACE_NOT_FOUND, DB_NOT_FOUND, DB_ACCESS_DENIED
 	ExitSchema     = 6 // SCHEMA_INCOMPATIBLE
 	ExitRefused    = 7 // ALREADY_CLAIMED, NOT_CLAIMABLE, ISSUE_NOT_FOUND
 	// ExitInterrupted is 128 + SIGINT, what a shell expects of a command a
@@ -23,6 +23,8 @@ var exitCodes = map[claim.Code]int{
 	claim.EBusy:         ExitBusy,
 	claim.EWorkspace:    ExitNotFound,
 	claim.EDBNotFound:   ExitNotFound,
+	claim.EUnavailable:  ExitBusy,
+	claim.EAccess:       ExitNotFound,
 	claim.ESchema:       ExitSchema,
 	claim.EAlready:      ExitRefused,
 	claim.ENotClaimable: ExitRefused,

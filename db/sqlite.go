@@ -66,10 +66,17 @@ type Retry struct {
 // SQLite still reports busy after its busy_timeout, the whole transaction is
 // retried after an exponential, jittered pause, up to r.Attempts tries.
 func Tx(ctx context.Context, conn *sql.DB, r Retry, fn func(*sql.Tx) error) error {
+	return TxRetry(ctx, conn, r, IsBusy, fn)
+}
+
+// TxRetry is Tx for any engine: the whole transaction is tried again while
+// retryable says its error is worth another try (a busy SQLite, a Dolt
+// serialization failure).
+func TxRetry(ctx context.Context, conn *sql.DB, r Retry, retryable func(error) bool, fn func(*sql.Tx) error) error {
 	pause := max(r.Backoff, time.Millisecond)
 	for try := 1; ; try++ {
 		err := tx(ctx, conn, fn)
-		if !IsBusy(err) || try >= r.Attempts {
+		if !retryable(err) || try >= r.Attempts {
 			return err
 		}
 		t := time.NewTimer(pause/2 + rand.N(pause+1))

@@ -48,6 +48,41 @@ func (q *Queries) IssueClaimSet(ctx context.Context, db DBTX, arg IssueClaimSetP
 	return result.RowsAffected()
 }
 
+const issueClaimState = `-- name: IssueClaimState :one
+SELECT i.id, i.status, COALESCE(i.assignee, '') AS assignee, i.row_lock,
+       l.holder, l.lease_expires_at, l.heartbeat_at
+FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
+WHERE i.id = ?
+`
+
+type IssueClaimStateRow struct {
+	ID             string
+	Status         string
+	Assignee       string
+	RowLock        int64
+	Holder         sql.NullString
+	LeaseExpiresAt sql.NullTime
+	HeartbeatAt    sql.NullTime
+}
+
+// IssueClaimState reads what decides who holds an issue: its status and
+// assignee, the row_lock of its last ownership change (bd-claim's claim_id
+// on Dolt) and its leases row, if any.
+func (q *Queries) IssueClaimState(ctx context.Context, db DBTX, id string) (IssueClaimStateRow, error) {
+	row := db.QueryRowContext(ctx, issueClaimState, id)
+	var i IssueClaimStateRow
+	err := row.Scan(
+		&i.ID,
+		&i.Status,
+		&i.Assignee,
+		&i.RowLock,
+		&i.Holder,
+		&i.LeaseExpiresAt,
+		&i.HeartbeatAt,
+	)
+	return i, err
+}
+
 const issueHeldCount = `-- name: IssueHeldCount :one
 SELECT count(*) FROM issues WHERE assignee = ? AND status = 'in_progress'
 `
@@ -59,4 +94,33 @@ func (q *Queries) IssueHeldCount(ctx context.Context, db DBTX, agent sql.NullStr
 	var count int64
 	err := row.Scan(&count)
 	return count, err
+}
+
+const issueUnclaimSet = `-- name: IssueUnclaimSet :execrows
+UPDATE issues
+SET assignee = '', status = 'open', started_at = NULL, updated_at = ?, row_lock = ?
+WHERE id = ? AND row_lock = ? AND status IN ('open', 'in_progress')
+`
+
+type IssueUnclaimSetParams struct {
+	Now        time.Time
+	NewRowLock int64
+	ID         string
+	RowLock    int64
+}
+
+// IssueUnclaimSet is bd's unclaim (issueops.UnclaimIssueInTx): back to open
+// with an empty assignee, started_at cleared, guarded by the row_lock the
+// holder read.
+func (q *Queries) IssueUnclaimSet(ctx context.Context, db DBTX, arg IssueUnclaimSetParams) (int64, error) {
+	result, err := db.ExecContext(ctx, issueUnclaimSet,
+		arg.Now,
+		arg.NewRowLock,
+		arg.ID,
+		arg.RowLock,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }

@@ -14,3 +14,20 @@ WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status = 'open';
 -- IssueHeldCount counts the in_progress issues assigned to an agent
 -- (idx_issues_assignee).
 SELECT count(*) FROM issues WHERE assignee = sqlc.arg(agent) AND status = 'in_progress';
+
+-- name: IssueClaimState :one
+-- IssueClaimState reads what decides who holds an issue: its status and
+-- assignee, the row_lock of its last ownership change (bd-claim's claim_id
+-- on Dolt) and its leases row, if any.
+SELECT i.id, i.status, COALESCE(i.assignee, '') AS assignee, i.row_lock,
+       l.holder, l.lease_expires_at, l.heartbeat_at
+FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
+WHERE i.id = sqlc.arg(id);
+
+-- name: IssueUnclaimSet :execrows
+-- IssueUnclaimSet is bd's unclaim (issueops.UnclaimIssueInTx): back to open
+-- with an empty assignee, started_at cleared, guarded by the row_lock the
+-- holder read.
+UPDATE issues
+SET assignee = '', status = 'open', started_at = NULL, updated_at = sqlc.arg(now), row_lock = sqlc.arg(new_row_lock)
+WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status IN ('open', 'in_progress');

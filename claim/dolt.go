@@ -1,0 +1,338 @@
+package claim
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	mrand "math/rand/v2"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/bdclaim/bd-claim/db"
+	"github.com/bdclaim/bd-claim/db/dolt"
+)
+
+// A Dolt workspace (bd v1.3.x in server mode) is the same claim over
+// another engine: the issues row moves with a compare-and-swap on row_lock
+// (Dolt has no row locks; its optimistic commit fails the second of two
+// conflicting transactions with error 1213, and the whole transaction is
+// tried again), bd's leases table holds the lease, the claimed event has
+// bd's content-derived id, and after the SQL commit a Dolt commit records
+// the issues change as bd makes it.
+
+// doltSchema is the main-series migration of the bd release whose Dolt
+// schema is vendored (sql/dolt/bd-v1.3.0.sql).
+const doltSchema = 66
+
+// doltLease is bd's fixed lease (issueops.DefaultLeaseTTL): what a claim
+// without --lease gets, as `bd update --claim` writes it.
+const doltLease = 5 * time.Minute
+
+// doltAuthor is the author of bd's Dolt commits.
+const doltAuthor = "beads <beads@local>"
+
+// doltTime is how bd binds events.created_at: UTC, whole seconds, as text.
+const doltTime = "2006-01-02 15:04:05"
+
+// openDolt connects to the workspace's server and checks that the database
+// is a Beads database bd-claim writes faithfully: the schema of bd v1.3.0,
+// and the project metadata.json names.
+func openDolt(ctx context.Context, ws Workspace, o Options) (*Store, error) {
+	conn := dolt.Open(ws.Dolt.config())
+	s := &Store{Workspace: ws, flavor: doltFlavor(), conn: conn, dq: dolt.New(), queues: queues{},
+		now: o.Now, retry: db.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}, policy: *o.Policy, retryable: doltRetryable}
+	v, err := s.dq.SchemaMigrationsMax(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, classify(err, "read the schema version of "+ws.Dolt.String())
+	}
+	if v != doltSchema {
+		conn.Close()
+		return nil, Errorf(ESchema, "the Beads database %s is at schema version %d; bd-claim supports version %d (bd v1.3.x): upgrade with `bd migrate schema` or use a matching bd-claim", ws.Dolt, v, doltSchema)
+	}
+	id, err := s.dq.MetadataProjectID(ctx, conn)
+	if ok, ferr := found(err); ferr != nil {
+		conn.Close()
+		return nil, classify(ferr, "read the project id of "+ws.Dolt.String())
+	} else if !ok {
+		id = ""
+	}
+	if ws.Dolt.ProjectID != "" && id != ws.Dolt.ProjectID {
+		conn.Close()
+		return nil, Errorf(ESchema, "project identity mismatch: %s holds project %q, but %s/metadata.json names %q; the workspace points at another project's database (check BEADS_DOLT_SERVER_DATABASE and dolt_database)",
+			ws.Dolt, id, ws.BeadsDir, ws.Dolt.ProjectID)
+	}
+	return s, nil
+}
+
+// doltFlavor is bd v1.3.0's `bd ready` (sqlbuild.BuildReadyWorkWhere):
+// status open, not pinned, is_blocked = 0, not ephemeral, not one of the
+// infrastructure types, not deferred, not a child of a deferred parent.
+func doltFlavor() flavor {
+	return flavor{
+		version: Version{1, 3, 0}, dolt: true, claimEvent: "claimed", eventTime: doltTime, deferred: true,
+		dependsOn: "depends_on_issue_id",
+		ready: []rule{
+			{"pinned", "it is pinned", sq.Expr("(i.pinned = 0 OR i.pinned IS NULL)")},
+			{"ephemeral", "it is ephemeral (a wisp)", sq.Expr("(i.ephemeral = 0 OR i.ephemeral IS NULL)")},
+		},
+		excludedTypes: []string{"merge-request", "gate", "molecule", "rig", "agent", "role", "message"},
+	}
+}
+
+// doltCode classifies the errors of a Dolt server: ok false for any other
+// error.
+func doltCode(err error) (Code, string, bool) {
+	var op *net.OpError
+	switch n := dolt.Number(err); {
+	case n == dolt.NumAccessDenied || n == dolt.NumDBAccessDenied:
+		return EAccess, "the Dolt server refused the login: check the user (BEADS_DOLT_SERVER_USER) and the password (BEADS_DOLT_PASSWORD or bd's credentials file)", true
+	case n == dolt.NumTableDenied || n == dolt.NumProcDenied || n == dolt.NumReadOnly:
+		return EAccess, "the Dolt server does not let this user write (a read-only user can only --dry-run)", true
+	case n == dolt.NumUnknownDB:
+		return EDBNotFound, "no such database on the Dolt server (bd-claim never creates one): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE", true
+	case dolt.IsConflict(err):
+		return EBusy, "other writers kept changing the same issues; retry", true
+	case errors.As(err, &op), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, mysql.ErrInvalidConn), errors.Is(err, driver.ErrBadConn):
+		return EUnavailable, "the Dolt server cannot be reached: is `dolt sql-server` running at the host and port the workspace names? retry later", true
+	}
+	return "", "", false
+}
+
+// doltClaimState reads who holds issue id, as a claimEvent: the claim's
+// id is the issue's row_lock, renewed by every change of owner; the lease
+// is the leases row of the holder.
+func (t *txn) doltClaimState(id string) (claimEvent, error) {
+	st, err := t.dq.IssueClaimState(t.ctx, t.conn, id)
+	if ok, err := found(err); !ok {
+		if err == nil {
+			err = t.notFound(id)
+		}
+		return claimEvent{}, err
+	}
+	c := claimEvent{IssueID: st.ID, Status: st.Status, Holder: st.Assignee, ID: st.RowLock}
+	if st.Holder.Valid && st.Holder.String == st.Assignee && st.Status == "in_progress" {
+		c.Actor = st.Holder.String
+		c.Until = st.LeaseExpiresAt.Time.UTC().Format(leaseTime)
+		c.Expired = !st.LeaseExpiresAt.Time.After(t.now)
+		c.leaseFor = st.LeaseExpiresAt.Time.Sub(st.HeartbeatAt.Time)
+	}
+	return c, err
+}
+
+// doltTake writes claim c as `bd update --claim` does: the five issues
+// cells under a compare-and-swap on row_lock, the lease (bd's 5 minutes
+// unless req asks for another), the claimed event. The new row_lock is the
+// claim's id. The Dolt commit follows the SQL commit (doltCommit).
+func (t *txn) doltTake(c choice, req Request) (Result, error) {
+	res := c.result()
+	if c.held != nil {
+		if req.Lease > 0 {
+			l := newLease(t.now, req.Lease)
+			res.Lease = l
+			return res, t.doltLease(req.ID, req.Agent, l.Until)
+		}
+		return res, nil
+	}
+	d := cmp.Or(req.Lease, doltLease)
+	res.Lease = newLease(t.now, d)
+	lock := newRowLock()
+	n, err := t.dq.IssueClaimSet(t.ctx, t.conn, dolt.IssueClaimSetParams{
+		Assignee: text(req.Agent), Now: t.now, StartedAt: sql.NullTime{Time: t.now, Valid: true},
+		NewRowLock: lock, ID: c.r.ID, RowLock: c.r.dolt.rowLock,
+	})
+	if err == nil && n != 1 {
+		err = errChanged
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	if err := t.doltLease(c.r.ID, req.Agent, res.Lease.Until); err != nil {
+		return Result{}, err
+	}
+	newValue, _ := json.Marshal(map[string]string{"assignee": req.Agent, "status": "in_progress"})
+	if err := t.doltEvent(c.r.ID, "claimed", req.Agent, text(c.r.dolt.json), text(string(newValue)), sql.NullString{}); err != nil {
+		return Result{}, err
+	}
+	res.ClaimID = lock
+	res.Issue.Status, res.Issue.Assignee = "in_progress", req.Agent
+	res.Issue.UpdatedAt = doltAt(t.now)
+	message := "bd: claim ready " + c.r.ID
+	if req.ID != "" {
+		message = "bd: update " + c.r.ID
+	}
+	t.commit = message
+	return res, nil
+}
+
+// doltLease grants agent's lease of issue id until until (bd's
+// UpsertLeaseInTx; granted_node ” as bd writes it without node_id).
+func (t *txn) doltLease(id, agent string, until time.Time) error {
+	return t.dq.LeaseUpsert(t.ctx, t.conn, dolt.LeaseUpsertParams{
+		IssueID: id, Holder: agent, GrantedAt: t.now, LeaseExpiresAt: until, HeartbeatAt: t.now,
+	})
+}
+
+// doltEvent appends an event with bd's content-derived id.
+func (t *txn) doltEvent(id, eventType, actor string, oldValue, newValue, comment sql.NullString) error {
+	at := t.now.UTC().Truncate(time.Second)
+	eid, err := t.doltEventID(id, eventType, actor, oldValue, newValue, comment, at.Format(doltTime))
+	if err == nil {
+		err = t.dq.EventInsert(t.ctx, t.conn, dolt.EventInsertParams{
+			ID: eid, IssueID: id, EventType: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: at,
+		})
+	}
+	return err
+}
+
+// doltCommit makes the Dolt commit that follows a write's SQL commit, as
+// bd does (runIssueOperationTxWithMessage): stage the issues table (events
+// and leases are dolt_ignored) and commit with bd's author, tried again on
+// a conflict. A commit that finds nothing staged is fine: another writer's
+// commit took the change in. A claim is reported only once it is in HEAD.
+func (s *Store) doltCommit(ctx context.Context, message, doing string) error {
+	conn, err := s.conn.Conn(ctx)
+	if err != nil {
+		return classify(err, doing)
+	}
+	defer conn.Close()
+	for try := 1; ; try++ {
+		err = s.dq.DoltAddIssues(ctx, conn)
+		if err == nil {
+			err = s.dq.DoltCommit(ctx, conn, dolt.DoltCommitParams{Message: message, Author: doltAuthor})
+		}
+		if err != nil && strings.Contains(err.Error(), "nothing to commit") {
+			err = nil
+		}
+		if !dolt.IsConflict(err) || try >= 20 {
+			break
+		}
+		time.Sleep(time.Duration(try*10) * time.Millisecond)
+	}
+	if err != nil {
+		e := classify(err, doing)
+		var ce *Error
+		if errors.As(e, &ce) {
+			ce.Message += "; the change is committed in SQL and the next bd or bd-claim write records it in a Dolt commit"
+		}
+		return e
+	}
+	return nil
+}
+
+// newRowLock is bd's fresh row_lock: 8 random bytes as a little-endian
+// int64, never 0.
+func newRowLock() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	if v := int64(binary.LittleEndian.Uint64(b[:])); v != 0 {
+		return v
+	}
+	return 1
+}
+
+// errChanged is a compare-and-swap that matched no row: the issue changed
+// since this transaction's snapshot. The whole transaction is tried again,
+// as after a serialization failure.
+var errChanged = errors.New("the issue changed under the claim")
+
+// doltRetryable says which write errors are worth another try on Dolt.
+func doltRetryable(err error) bool { return dolt.IsConflict(err) || errors.Is(err, errChanged) }
+
+// heldCount counts the in_progress issues agent holds.
+func (t *txn) heldCount(agent string) (int64, error) {
+	if t.flavor.dolt {
+		return t.dq.IssueHeldCount(t.ctx, t.conn, text(agent))
+	}
+	return t.q.IssueHeldCount(t.ctx, t.conn, agent)
+}
+
+// doltNext finds the issue to claim. The first try takes the first
+// candidate in claim order; a try after a conflict (another claim took
+// that issue first) takes one of the first 2^(try-1) candidates, up to 32,
+// at random: agents that start together would otherwise all race for the
+// same issue again, and only one of them can win each round.
+func (t *txn) doltNext(spec readySpec) (string, bool, error) {
+	k := uint64(1) << min(t.try-1, 5)
+	var ids []string
+	var id string
+	if err := t.each(spec.candidates().Limit(k), []any{&id}, func() { ids = append(ids, id) }); err != nil || len(ids) == 0 {
+		return "", false, err
+	}
+	return ids[mrand.IntN(len(ids))], true, nil
+}
+
+// doltRead reads issue id for a write: the contract's fields, and the
+// row_lock and bd's JSON of the issue for the compare-and-swap and the
+// event.
+func (t *txn) doltRead(id string) (*row, error) {
+	snap, err := t.doltSnapshot(id)
+	if err != nil {
+		return nil, err
+	}
+	return &row{Issue: snap.issue, dolt: &snap}, nil
+}
+
+// doltRelease ends agent's claim as `bd unclaim` does: back to open with
+// an empty assignee (CAS on row_lock), the lease row deleted, an
+// unclaimed event (the reason, when given, in its comment), and the Dolt
+// commit "bd: unclaim ID".
+func (t *txn) doltRelease(req ReleaseRequest, c claimEvent) (Released, error) {
+	r, err := t.read(req.ID)
+	if err != nil {
+		return Released{}, err
+	}
+	n, err := t.dq.IssueUnclaimSet(t.ctx, t.conn, dolt.IssueUnclaimSetParams{Now: t.now, NewRowLock: newRowLock(), ID: req.ID, RowLock: r.dolt.rowLock})
+	if err == nil && n != 1 {
+		err = errChanged
+	}
+	if err == nil {
+		err = t.dq.LeaseDelete(t.ctx, t.conn, req.ID)
+	}
+	if err != nil {
+		return Released{}, err
+	}
+	var comment sql.NullString
+	if req.Reason != "" {
+		comment = text(releasedPrefix + req.Reason)
+	}
+	newValue, _ := json.Marshal(map[string]string{"assignee": "", "status": "open"})
+	if err := t.doltEvent(req.ID, "unclaimed", req.Agent, text(r.dolt.json), text(string(newValue)), comment); err != nil {
+		return Released{}, err
+	}
+	t.commit = "bd: unclaim " + req.ID
+	r.Status, r.Assignee, r.UpdatedAt = "open", "", doltAt(t.now)
+	return Released{Issue: &r.Issue, ClaimID: c.ID}, nil
+}
+
+// doltRenew extends agent's lease of issue id (claim c) as `bd heartbeat`
+// does: by d, else by the lease's own length, else bd's 5 minutes. A
+// claim without a lease row gets one (bd upserts it too). No Dolt commit:
+// leases are dolt_ignored.
+func (t *txn) doltRenew(id, agent string, c claimEvent, d time.Duration) (*Lease, error) {
+	l := newLease(t.now, cmp.Or(d, c.leaseFor, doltLease))
+	n, err := t.dq.LeaseHeartbeat(t.ctx, t.conn, dolt.LeaseHeartbeatParams{LeaseExpiresAt: l.Until, HeartbeatAt: t.now, IssueID: id, Holder: agent})
+	if err == nil && n == 0 {
+		err = t.doltLease(id, agent, l.Until)
+	}
+	return l, err
+}
+
+// doltAt is how bd prints a time Dolt stored: rounded to the second (a
+// DATETIME(0) column rounds half up), RFC 3339 in UTC.
+func doltAt(t time.Time) string { return t.UTC().Round(time.Second).Format(time.RFC3339) }
+
+// notOnDolt refuses a command bd-claim does not do on Dolt workspaces yet.
+func notOnDolt(what string) error {
+	return Errorf(EInvalid, "%s is not supported on Dolt workspaces yet (claim, --id, --dry-run, --explain, release without --failed and heartbeat are)", what)
+}

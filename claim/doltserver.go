@@ -1,0 +1,177 @@
+package claim
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// DoltServer is where a Dolt-era Beads database lives (bd v1.3.x server
+// mode): a dolt sql-server reached over the MySQL protocol, the database on
+// it, and who connects.
+type DoltServer struct {
+	Host      string `json:"host,omitempty"`
+	Port      int    `json:"port,omitempty"`
+	Socket    string `json:"socket,omitempty"` // a Unix socket instead of host:port
+	User      string `json:"user"`
+	Password  string `json:"-"`
+	Database  string `json:"database"`
+	TLS       bool   `json:"tls,omitempty"`
+	ProjectID string `json:"project_id,omitempty"` // metadata.json's project_id, checked against the database's
+}
+
+// String names the database in messages, never with the password.
+func (d DoltServer) String() string { return "mysql://" + d.User + "@" + d.addr() + "/" + d.Database }
+
+func (d DoltServer) addr() string {
+	if d.Socket != "" {
+		return d.Socket
+	}
+	return net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
+}
+
+// config is the driver configuration bd itself connects with
+// (doltutil.ServerDSN): parsed times, parameters interpolated client-side
+// (one round trip per statement), a 5s dial timeout, 10s reads and writes,
+// TLS only when asked for.
+func (d DoltServer) config() *mysql.Config {
+	c := mysql.NewConfig()
+	c.User, c.Passwd, c.DBName = d.User, d.Password, d.Database
+	c.Net, c.Addr = "tcp", d.addr()
+	if d.Socket != "" {
+		c.Net = "unix"
+	}
+	c.ParseTime, c.InterpolateParams, c.AllowNativePasswords = true, true, true
+	c.Timeout, c.ReadTimeout, c.WriteTimeout = 5*time.Second, 10*time.Second, 10*time.Second
+	c.TLSConfig = "false"
+	if d.TLS {
+		c.TLSConfig = "true"
+	}
+	return c
+}
+
+// dsnServer reads an explicit connection (--dsn, $BD_CLAIM_DSN) in the
+// driver's DSN form, user:password@tcp(host:port)/database.
+func dsnServer(source, dsn string) (Workspace, error) {
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil || c.DBName == "" || (c.Net != "tcp" && c.Net != "unix") {
+		return Workspace{}, Errorf(EInvalid, "%s is not a Dolt server DSN of the form user:password@tcp(host:port)/database", source)
+	}
+	d := DoltServer{User: c.User, Password: c.Passwd, Database: c.DBName, TLS: c.TLSConfig == "true"}
+	if c.Net == "unix" {
+		d.Socket = c.Addr
+	} else {
+		host, port, _ := net.SplitHostPort(c.Addr) // ParseDSN adds the default port
+		d.Host = host
+		d.Port, _ = strconv.Atoi(port)
+	}
+	return Workspace{DBPath: d.String(), Source: source, Dolt: &d}, nil
+}
+
+// doltWorkspace resolves the server of a Dolt workspace as bd v1.3.0 does
+// (configfile.go, doltserver.DefaultConfig): environment first, then the
+// port file, then metadata.json. It refuses embedded mode, whose engine
+// holds an exclusive lock on .beads/embeddeddolt that bd waits on forever,
+// and the experimental proxied-server mode.
+func doltWorkspace(ws Workspace, meta metadata, getenv func(string) string) (Workspace, error) {
+	envHost := getenv("BEADS_DOLT_SERVER_HOST")
+	server := truthy(getenv("BEADS_DOLT_SERVER_MODE")) || truthy(getenv("BEADS_DOLT_SHARED_SERVER")) ||
+		remote(envHost) || meta.DoltMode == "server" || remote(meta.DoltServerHost)
+	switch {
+	case meta.DoltMode == "proxied-server":
+		return ws, Errorf(ESchema, "%s is a Dolt workspace in proxied-server mode (experimental in bd); bd-claim supports server mode: run its dolt sql-server and `bd init --server` against it", ws.BeadsDir)
+	case !server:
+		return ws, Errorf(ESchema, "%s is a Dolt workspace in embedded mode, whose engine locks the database for one process at a time; "+
+			"bd-claim needs server mode: run `dolt sql-server` (see `bd dolt --help`), then point the workspace at it "+
+			"(`bd init --server --server-host H --server-port P`, or export BEADS_DOLT_SERVER_MODE=1 with BEADS_DOLT_SERVER_HOST/PORT)", ws.BeadsDir)
+	}
+	d := DoltServer{
+		Host:      first(envHost, meta.DoltServerHost, "127.0.0.1"),
+		Socket:    first(getenv("BEADS_DOLT_SERVER_SOCKET"), meta.DoltServerSocket),
+		User:      first(getenv("BEADS_DOLT_SERVER_USER"), meta.DoltServerUser, "root"),
+		Database:  first(getenv("BEADS_DOLT_SERVER_DATABASE"), meta.DoltDatabase, "beads"),
+		TLS:       truthy(getenv("BEADS_DOLT_SERVER_TLS")) || meta.DoltServerTLS,
+		ProjectID: meta.ProjectID,
+	}
+	portFile, _ := os.ReadFile(filepath.Join(ws.BeadsDir, "dolt-server.port"))
+	port := first(getenv("BEADS_DOLT_SERVER_PORT"), getenv("BEADS_DOLT_PORT"), strings.TrimSpace(string(portFile)))
+	if port == "" && meta.DoltServerPort != 0 {
+		port = strconv.Itoa(meta.DoltServerPort)
+	}
+	if port == "" {
+		port = "3307" // bd's default
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return ws, Errorf(EInvalid, "the Dolt server port %q (BEADS_DOLT_SERVER_PORT, .beads/dolt-server.port or metadata.json) is not a port number", port)
+	}
+	d.Port = n
+	d.Password = getenv("BEADS_DOLT_PASSWORD")
+	if d.Password == "" {
+		d.Password = credentialsPassword(getenv, d.Host+":"+port)
+	}
+	ws.Dolt, ws.DBPath = &d, d.String()
+	return ws, nil
+}
+
+// credentialsPassword reads bd's credentials file ($BEADS_CREDENTIALS_FILE,
+// else ~/.config/beads/credentials): an INI file whose [host:port] section
+// holds password=...; "" when there is none.
+func credentialsPassword(getenv func(string) string, section string) string {
+	path := getenv("BEADS_CREDENTIALS_FILE")
+	if path == "" {
+		path = filepath.Join(getenv("HOME"), ".config", "beads", "credentials")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	in := false
+	for s.Scan() {
+		line, _, _ := strings.Cut(s.Text(), "#")
+		line = strings.TrimSpace(line)
+		if name, ok := strings.CutPrefix(line, "["); ok && strings.HasSuffix(name, "]") {
+			if in {
+				break
+			}
+			in = strings.TrimSuffix(name, "]") == section
+			continue
+		}
+		if key, value, ok := strings.Cut(line, "="); in && ok && strings.TrimSpace(key) == "password" {
+			return strings.TrimSpace(value)
+		}
+	}
+	return ""
+}
+
+// remote is true for a host other than this machine.
+func remote(host string) bool {
+	switch host {
+	case "", "localhost", "127.0.0.1", "::1", "[::1]":
+		return false
+	}
+	return true
+}
+
+func truthy(v string) bool {
+	b, err := strconv.ParseBool(v)
+	return err == nil && b
+}
+
+// first is the first non-empty value.
+func first(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

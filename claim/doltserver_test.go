@@ -1,0 +1,152 @@
+package claim_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"gotest.tools/v3/assert"
+
+	"github.com/bdclaim/bd-claim/claim"
+)
+
+// A Dolt workspace's server is found as bd v1.3.0 finds it: environment,
+// then the port file, then metadata.json, then bd's defaults; the password
+// from BEADS_DOLT_PASSWORD or bd's credentials file. Embedded and
+// proxied-server workspaces are refused before anything is opened.
+func TestFindWorkspaceDolt(t *testing.T) {
+	t.Parallel()
+	const server = `{"database":"dolt","backend":"dolt","dolt_mode":"server","dolt_server_host":"127.0.0.1","dolt_server_port":33310,"dolt_server_user":"root","dolt_database":"fx","project_id":"p-1"}`
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		env   []string
+		want  claim.DoltServer
+		code  claim.Code
+		msg   string
+	}{
+		{
+			name:  "metadata.json alone (the deprecated port)",
+			files: map[string]string{"ws/.beads/metadata.json": server},
+			want:  claim.DoltServer{Host: "127.0.0.1", Port: 33310, User: "root", Database: "fx", ProjectID: "p-1"},
+		},
+		{
+			name:  "the port file wins over metadata.json",
+			files: map[string]string{"ws/.beads/metadata.json": server, "ws/.beads/dolt-server.port": "40001\n"},
+			want:  claim.DoltServer{Host: "127.0.0.1", Port: 40001, User: "root", Database: "fx", ProjectID: "p-1"},
+		},
+		{
+			name:  "the environment wins over both",
+			files: map[string]string{"ws/.beads/metadata.json": server, "ws/.beads/dolt-server.port": "40001"},
+			env: []string{"BEADS_DOLT_SERVER_HOST", "db.example.com", "BEADS_DOLT_SERVER_PORT", "3306", "BEADS_DOLT_SERVER_USER", "agent",
+				"BEADS_DOLT_SERVER_DATABASE", "other", "BEADS_DOLT_PASSWORD", "s3cret", "BEADS_DOLT_SERVER_TLS", "1"},
+			want: claim.DoltServer{Host: "db.example.com", Port: 3306, User: "agent", Password: "s3cret", Database: "other", TLS: true, ProjectID: "p-1"},
+		},
+		{
+			name:  "a remote host in the environment makes an embedded workspace a server one; bd's defaults fill the rest",
+			files: map[string]string{"ws/.beads/metadata.json": `{"backend":"dolt","dolt_mode":"embedded"}`},
+			env:   []string{"BEADS_DOLT_SERVER_HOST", "10.0.0.7"},
+			want:  claim.DoltServer{Host: "10.0.0.7", Port: 3307, User: "root", Database: "beads"},
+		},
+		{
+			name:  "BEADS_DOLT_SERVER_MODE with the legacy port variable and a socket",
+			files: map[string]string{"ws/.beads/metadata.json": `{"backend":"dolt","dolt_database":"fx","dolt_server_socket":"/run/dolt.sock"}`},
+			env:   []string{"BEADS_DOLT_SERVER_MODE", "1", "BEADS_DOLT_PORT", "3400"},
+			want:  claim.DoltServer{Host: "127.0.0.1", Port: 3400, Socket: "/run/dolt.sock", User: "root", Database: "fx"},
+		},
+		{
+			name: "the password from bd's credentials file, section [host:port]",
+			files: map[string]string{"ws/.beads/metadata.json": server, "home/.config/beads/credentials": "# bd credentials\n[db:1]\npassword = wrong\n" +
+				"[127.0.0.1:33310]\nuser = x\npassword = from-file # a comment\n[other:2]\npassword=no\n"},
+			env:  []string{"HOME", "$DIR/home"},
+			want: claim.DoltServer{Host: "127.0.0.1", Port: 33310, User: "root", Password: "from-file", Database: "fx", ProjectID: "p-1"},
+		},
+		{
+			name:  "BEADS_CREDENTIALS_FILE names another file; no section for this server",
+			files: map[string]string{"ws/.beads/metadata.json": server, "creds": "[127.0.0.1:1]\npassword=p\n"},
+			env:   []string{"BEADS_CREDENTIALS_FILE", "$DIR/creds"},
+			want:  claim.DoltServer{Host: "127.0.0.1", Port: 33310, User: "root", Database: "fx", ProjectID: "p-1"},
+		},
+		{
+			name:  "embedded mode is refused, saying how to move to server mode",
+			files: map[string]string{"ws/.beads/metadata.json": `{"database":"dolt","backend":"dolt","dolt_mode":"embedded","dolt_database":"em"}`, "ws/.beads/embeddeddolt/": ""},
+			code:  claim.ESchema, msg: "embedded mode, whose engine locks the database for one process at a time; bd-claim needs server mode: run `dolt sql-server`",
+		},
+		{
+			name:  "an embeddeddolt directory without metadata.json is embedded",
+			files: map[string]string{"ws/.beads/embeddeddolt/": ""},
+			code:  claim.ESchema, msg: "embedded mode",
+		},
+		{
+			name:  "proxied-server mode is refused",
+			files: map[string]string{"ws/.beads/metadata.json": `{"backend":"dolt","dolt_mode":"proxied-server"}`},
+			code:  claim.ESchema, msg: "proxied-server mode (experimental in bd)",
+		},
+		{
+			name:  "a port that is not a number",
+			files: map[string]string{"ws/.beads/metadata.json": server, "ws/.beads/dolt-server.port": "http"},
+			code:  claim.EInvalid, msg: `the Dolt server port "http"`,
+		},
+		{
+			name:  "a port out of range",
+			files: map[string]string{"ws/.beads/metadata.json": server},
+			env:   []string{"BEADS_DOLT_SERVER_PORT", "70000"},
+			code:  claim.EInvalid, msg: `port "70000"`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := tree(t, tc.files)
+			kv := append([]string{"HOME", "$DIR/nohome"}, tc.env...)
+			for i := range kv {
+				kv[i] = filepathReplace(kv[i], dir)
+			}
+			ws, err := find(t, dir, claim.Locate{Start: filepath.Join(dir, "ws"), Getenv: env(kv...)})
+			if tc.code != "" {
+				assert.Equal(t, claim.ErrorCode(err), tc.code, "%v", err)
+				assert.ErrorContains(t, err, tc.msg)
+				return
+			}
+			assert.NilError(t, err)
+			assert.DeepEqual(t, *ws.Dolt, tc.want)
+			assert.Equal(t, ws.DBPath, tc.want.String())
+			assert.Equal(t, ws.BeadsDir, filepath.Join(dir, "ws", ".beads"))
+			assert.Equal(t, ws.Source, "walk")
+		})
+	}
+}
+
+// An explicit connection (--dsn, then $BD_CLAIM_DSN) needs no workspace;
+// --db and $BD_DB still come first. The password never shows in DBPath.
+func TestFindWorkspaceDSN(t *testing.T) {
+	t.Parallel()
+	ws, err := claim.FindWorkspace(claim.Locate{DSN: "agent:pw@tcp(db.example.com:3306)/fx?tls=true", Getenv: env("BD_CLAIM_DSN", "x:y@tcp(other:1)/no")})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, ws, claim.Workspace{DBPath: "mysql://agent@db.example.com:3306/fx", Source: "--dsn",
+		Dolt: &claim.DoltServer{Host: "db.example.com", Port: 3306, User: "agent", Password: "pw", Database: "fx", TLS: true}})
+
+	ws, err = claim.FindWorkspace(claim.Locate{Getenv: env("BD_CLAIM_DSN", "root@unix(/run/dolt.sock)/fx")})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, ws, claim.Workspace{DBPath: "mysql://root@/run/dolt.sock/fx", Source: "BD_CLAIM_DSN",
+		Dolt: &claim.DoltServer{Socket: "/run/dolt.sock", User: "root", Database: "fx"}})
+
+	ws, err = claim.FindWorkspace(claim.Locate{Getenv: env("BD_CLAIM_DSN", "root@tcp(db)/fx")})
+	assert.NilError(t, err)
+	assert.Equal(t, ws.Dolt.Port, 3306, "the driver's default port")
+
+	dir := tree(t, map[string]string{"my.db": "x"})
+	ws, err = claim.FindWorkspace(claim.Locate{DB: filepath.Join(dir, "my.db"), DSN: "root@tcp(db:1)/fx", Getenv: env()})
+	assert.NilError(t, err)
+	assert.Assert(t, ws.Dolt == nil && ws.Source == "--db")
+
+	for _, bad := range []string{"root@tcp(db:1)/", "not a dsn", "root@udp(db:1)/fx"} {
+		_, err := claim.FindWorkspace(claim.Locate{DSN: bad, Getenv: env()})
+		assert.Equal(t, claim.ErrorCode(err), claim.EInvalid, "%q: %v", bad, err)
+		assert.ErrorContains(t, err, "--dsn is not a Dolt server DSN of the form user:password@tcp(host:port)/database")
+	}
+}
+
+func filepathReplace(s, dir string) string {
+	if len(s) >= 4 && s[:4] == "$DIR" {
+		return dir + s[4:]
+	}
+	return s
+}
