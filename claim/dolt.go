@@ -137,10 +137,12 @@ func (t *txn) doltClaimState(id string) (claimEvent, error) {
 func (t *txn) doltTake(c choice, req Request) (Result, error) {
 	res := c.result()
 	if c.held != nil {
+		// A re-claim writes nothing but the lease it asks for; its Dolt
+		// commit records the claim if the first run's commit was lost.
+		t.commit = "bd: update " + req.ID
 		if req.Lease > 0 {
-			l := newLease(t.now, req.Lease)
-			res.Lease = l
-			return res, t.doltLease(req.ID, req.Agent, l.Until)
+			res.Lease = newLease(t.now, req.Lease)
+			return res, t.doltLease(req.ID, req.Agent, res.Lease.Until)
 		}
 		return res, nil
 	}
@@ -165,6 +167,7 @@ func (t *txn) doltTake(c choice, req Request) (Result, error) {
 		return Result{}, err
 	}
 	res.ClaimID = lock
+	t.landed = &landed{id: c.r.ID, rowLock: lock}
 	res.Issue.Status, res.Issue.Assignee = "in_progress", req.Agent
 	res.Issue.UpdatedAt = doltAt(t.now)
 	message := "bd: claim ready " + c.r.ID
@@ -206,10 +209,14 @@ func (s *Store) doltCommit(ctx context.Context, message, doing string) error {
 		return classify(err, doing)
 	}
 	defer conn.Close()
+	var h db.DBTX = conn // one session: DOLT_ADD stages for the DOLT_COMMIT that follows
+	if s.faults != nil {
+		h = s.faults(h)
+	}
 	for try := 1; ; try++ {
-		err = s.dq.DoltAddIssues(ctx, conn)
+		err = s.dq.DoltAddIssues(ctx, h)
 		if err == nil {
-			err = s.dq.DoltCommit(ctx, conn, dolt.DoltCommitParams{Message: message, Author: doltAuthor})
+			err = s.dq.DoltCommit(ctx, h, dolt.DoltCommitParams{Message: message, Author: doltAuthor})
 		}
 		if err != nil && strings.Contains(err.Error(), "nothing to commit") {
 			err = nil
@@ -263,7 +270,7 @@ func (t *txn) heldCount(agent string) (int64, error) {
 // at random: agents that start together would otherwise all race for the
 // same issue again, and only one of them can win each round.
 func (t *txn) doltNext(spec readySpec) (string, bool, error) {
-	k := uint64(1) << min(t.try-1, 5)
+	k := uint64(1) << min(max(t.try-1, 0), 5) // a dry run (try 0) looks at the first
 	var ids []string
 	var id string
 	if err := t.each(spec.candidates().Limit(k), []any{&id}, func() { ids = append(ids, id) }); err != nil || len(ids) == 0 {
@@ -292,7 +299,8 @@ func (t *txn) doltRelease(req ReleaseRequest, c claimEvent) (Released, error) {
 	if err != nil {
 		return Released{}, err
 	}
-	n, err := t.dq.IssueUnclaimSet(t.ctx, t.conn, dolt.IssueUnclaimSetParams{Now: t.now, NewRowLock: newRowLock(), ID: req.ID, RowLock: r.dolt.rowLock})
+	lock := newRowLock()
+	n, err := t.dq.IssueUnclaimSet(t.ctx, t.conn, dolt.IssueUnclaimSetParams{Now: t.now, NewRowLock: lock, ID: req.ID, RowLock: r.dolt.rowLock})
 	if err == nil && n != 1 {
 		err = errChanged
 	}
@@ -311,6 +319,7 @@ func (t *txn) doltRelease(req ReleaseRequest, c claimEvent) (Released, error) {
 		return Released{}, err
 	}
 	t.commit = "bd: unclaim " + req.ID
+	t.landed = &landed{id: req.ID, rowLock: lock}
 	r.Status, r.Assignee, r.UpdatedAt = "open", "", doltAt(t.now)
 	return Released{Issue: &r.Issue, ClaimID: c.ID}, nil
 }
@@ -335,4 +344,29 @@ func doltAt(t time.Time) string { return t.UTC().Round(time.Second).Format(time.
 // notOnDolt refuses a command bd-claim does not do on Dolt workspaces yet.
 func notOnDolt(what string) error {
 	return Errorf(EInvalid, "%s is not supported on Dolt workspaces yet (claim, --id, --dry-run, --explain, release without --failed and heartbeat are)", what)
+}
+
+// landed identifies a write by the random row_lock it gave an issue.
+type landed struct {
+	id      string
+	rowLock int64
+}
+
+// lostCommit is a COMMIT whose connection broke: the transaction may or
+// may not have committed (bd never replays such a commit either).
+func lostCommit(err error) bool {
+	return strings.HasPrefix(err.Error(), "commit: ") &&
+		(errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) || errors.As(err, new(*net.OpError)))
+}
+
+// landed asks the server, on another connection, whether t's write
+// landed although its COMMIT's answer was lost: then the write succeeded
+// (and is reported, and Dolt-committed); else err, the lost commit, stands
+// and nothing was written.
+func (s *Store) landed(ctx context.Context, t *txn, err error) error {
+	lock, rerr := s.dq.IssueRowLock(ctx, s.conn, t.landed.id)
+	if rerr == nil && lock == t.landed.rowLock {
+		return nil
+	}
+	return err
 }

@@ -49,6 +49,7 @@ func (d DoltServer) config() *mysql.Config {
 	}
 	c.ParseTime, c.InterpolateParams, c.AllowNativePasswords = true, true, true
 	c.Timeout, c.ReadTimeout, c.WriteTimeout = 5*time.Second, 10*time.Second, 10*time.Second
+	c.Logger = &mysql.NopLogger{} // the driver's own log lines would break bd-claim's stderr; its errors are returned anyway
 	c.TLSConfig = "false"
 	if d.TLS {
 		c.TLSConfig = "true"

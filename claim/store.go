@@ -115,6 +115,7 @@ type txn struct {
 	committed []func() // run once the transaction has committed
 	try       int      // which try of the write transaction this is, from 1
 	commit    string   // Dolt: the message of the Dolt commit that follows the SQL commit ("" for none)
+	landed    *landed  // Dolt: how to tell whether the write landed when its COMMIT's outcome was lost
 }
 
 func (s *Store) txn(ctx context.Context, tx *sql.Tx) *txn {
@@ -164,6 +165,9 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 		t.try = try
 		return fn(t)
 	})
+	if err != nil && t != nil && t.landed != nil && lostCommit(err) {
+		err = s.landed(ctx, t, err)
+	}
 	if err != nil {
 		return classify(err, doing)
 	}

@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 	if out, err := build.CombinedOutput(); err != nil {
 		panic(fmt.Sprintf("go build: %v\n%s", err, out))
 	}
-	code := m.Run()
+	code := claimtest.DoltMain(m) // m.Run(), then the package's dolt sql-server is stopped
 	os.RemoveAll(tmp)
 	os.Exit(code)
 }

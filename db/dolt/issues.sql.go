@@ -96,6 +96,20 @@ func (q *Queries) IssueHeldCount(ctx context.Context, db DBTX, agent sql.NullStr
 	return count, err
 }
 
+const issueRowLock = `-- name: IssueRowLock :one
+SELECT row_lock FROM issues WHERE id = ?
+`
+
+// IssueRowLock reads an issue's row_lock: after a COMMIT whose outcome
+// was lost with the connection, it tells whether the write landed (its
+// new row_lock is random, so only that write can have set it).
+func (q *Queries) IssueRowLock(ctx context.Context, db DBTX, id string) (int64, error) {
+	row := db.QueryRowContext(ctx, issueRowLock, id)
+	var row_lock int64
+	err := row.Scan(&row_lock)
+	return row_lock, err
+}
+
 const issueUnclaimSet = `-- name: IssueUnclaimSet :execrows
 UPDATE issues
 SET assignee = '', status = 'open', started_at = NULL, updated_at = ?, row_lock = ?

@@ -31,3 +31,9 @@ WHERE i.id = sqlc.arg(id);
 UPDATE issues
 SET assignee = '', status = 'open', started_at = NULL, updated_at = sqlc.arg(now), row_lock = sqlc.arg(new_row_lock)
 WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status IN ('open', 'in_progress');
+
+-- name: IssueRowLock :one
+-- IssueRowLock reads an issue's row_lock: after a COMMIT whose outcome
+-- was lost with the connection, it tells whether the write landed (its
+-- new row_lock is random, so only that write can have set it).
+SELECT row_lock FROM issues WHERE id = sqlc.arg(id);

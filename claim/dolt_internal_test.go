@@ -1,0 +1,253 @@
+package claim
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"gotest.tools/v3/assert"
+
+	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/db"
+)
+
+// openDoltAt opens a Store on workspace w, reaching its server at port
+// (a proxy's, or 0 for the server's own).
+func openDoltAt(t *testing.T, w *claimtest.DoltWorkspace, port int, o Options) *Store {
+	t.Helper()
+	getenv := w.Getenv
+	if port != 0 {
+		getenv = func(k string) string {
+			if k == "BEADS_DOLT_SERVER_PORT" {
+				return strconv.Itoa(port)
+			}
+			return w.Getenv(k)
+		}
+	}
+	ws, err := FindWorkspace(Locate{Start: w.Dir, Getenv: getenv})
+	assert.NilError(t, err)
+	s, err := Open(context.Background(), ws, o)
+	assert.NilError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// insertLabelled inserts an open issue with one label, as bd's defaults leave
+// it, and Dolt-commits it.
+func insertLabelled(t *testing.T, conn *sql.DB, id, label string) {
+	t.Helper()
+	for _, q := range []string{
+		"INSERT INTO issues (id, title, description, design, acceptance_criteria, notes, priority, issue_type, row_lock) VALUES ('" + id + "', 't', '', '', '', '', 2, 'task', 7)",
+		"INSERT INTO labels (issue_id, label) VALUES ('" + id + "', '" + label + "')",
+		"CALL DOLT_COMMIT('-Am', 'test issue')",
+	} {
+		_, err := conn.Exec(q)
+		assert.NilError(t, err, q)
+	}
+}
+
+// rows is what a claim may change: issues, leases, events, and the
+// commits.
+func rows(t *testing.T, conn *sql.DB) []string {
+	t.Helper()
+	var out []string
+	for _, q := range []string{
+		"SELECT CONCAT_WS('|', id, status, COALESCE(assignee, '-'), row_lock, updated_at) FROM issues ORDER BY id",
+		"SELECT CONCAT_WS('|', issue_id, holder, lease_expires_at) FROM leases ORDER BY issue_id",
+		"SELECT CONCAT_WS('|', id, issue_id, event_type) FROM events ORDER BY id",
+		"SELECT CAST(count(*) AS CHAR) FROM dolt_log",
+	} {
+		out = append(out, claimtest.Strings(t, conn, q)...)
+	}
+	return out
+}
+
+// Every statement of every Dolt operation can fail: the operation reports
+// it and the database is as before. The runs with a failing statement go
+// first (each leaves nothing behind); the first run that meets no failure
+// is the clean one. A failure in the Dolt commit, after the SQL commit, is
+// told apart: the claim stands in the working set and the error says so.
+func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "flt")
+	conn := w.DB(t)
+	ctx := context.Background()
+	ok := func(_ Result, err error) error { return err }
+	for n, tc := range []struct {
+		name  string
+		setup func(s *Store, id string)
+		op    func(s *Store, id, label string) error
+	}{
+		{"claim next", nil, func(s *Store, _, label string) error {
+			return ok(s.Claim(ctx, Request{Agent: "a", Filters: Filters{IncludeLabels: []string{label}}}))
+		}},
+		{"claim --id, max held", nil, func(s *Store, id, _ string) error { return ok(s.Claim(ctx, Request{Agent: "a", ID: id, MaxHeld: 2})) }},
+		{"dry run", nil, func(s *Store, _, label string) error {
+			return ok(s.Claim(ctx, Request{Agent: "a", DryRun: true, Filters: Filters{IncludeLabels: []string{label}}}))
+		}},
+		{"re-claim with a lease", func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+			func(s *Store, id, _ string) error {
+				return ok(s.Claim(ctx, Request{Agent: "w", ID: id, Lease: time.Hour}))
+			}},
+		{"refused: held", func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+			func(s *Store, id, _ string) error {
+				_, err := s.Claim(ctx, Request{Agent: "x", ID: id})
+				if ErrorCode(err) == EAlready {
+					return nil
+				}
+				return err
+			}},
+		{"release with a reason", func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+			func(s *Store, id, _ string) error {
+				_, err := s.Release(ctx, ReleaseRequest{Agent: "w", ID: id, Reason: "later"})
+				return err
+			}},
+		{"heartbeat", func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+			func(s *Store, id, _ string) error { return ok(s.Heartbeat(ctx, HeartbeatRequest{Agent: "w", ID: id})) }},
+		{"heartbeat of a claim without a lease row", func(s *Store, id string) {
+			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
+			_, err := conn.Exec("DELETE FROM leases WHERE issue_id = ?", id)
+			assert.NilError(t, err)
+		}, func(s *Store, id, _ string) error {
+			return ok(s.Heartbeat(ctx, HeartbeatRequest{Agent: "w", ID: id, Lease: time.Minute}))
+		}},
+		{"explain", nil, func(s *Store, _, label string) error {
+			_, err := s.Explain(ctx, Request{Agent: "a", MaxHeld: 1, Filters: Filters{IncludeLabels: []string{label}}})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			label := fmt.Sprintf("case%d", n)
+			id := w.Prefix + "-" + label
+			insertLabelled(t, conn, id, label)
+			s := openDoltAt(t, w, 0, Options{})
+			if tc.setup != nil {
+				tc.setup(s, id)
+			}
+			var log []string
+			for fail := int64(1); ; fail++ {
+				before := rows(t, conn)
+				seen := &atomic.Int64{}
+				s.faults = func(h db.DBTX) db.DBTX { return faulty{DBTX: h, seen: seen, fail: fail, log: &log} }
+				err := tc.op(s, id, label)
+				if err == nil {
+					assert.Assert(t, fail > 1, "the clean run ran no statement")
+					return
+				}
+				if strings.Contains(err.Error(), "committed in SQL") {
+					// The SQL commit is behind: what follows is the Dolt
+					// commit, tested on its own (TestDoltCommit).
+					assert.Equal(t, ErrorCode(err), EUnexpected, "%v", err)
+					return
+				}
+				assert.Equal(t, ErrorCode(err), EUnexpected, "statement %d (%s): %v", fail, log[len(log)-1], err)
+				assert.DeepEqual(t, rows(t, conn), before)
+			}
+		})
+	}
+}
+
+// conflicting fails the first n DOLT_COMMITs with Dolt's serialization
+// failure.
+type conflicting struct {
+	db.DBTX
+	n *atomic.Int64
+}
+
+func (c conflicting) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if strings.Contains(query, "DOLT_COMMIT") && c.n.Add(-1) >= 0 {
+		return nil, &mysql.MySQLError{Number: 1213, Message: "serialization failure"}
+	}
+	return c.DBTX.ExecContext(ctx, query, args...)
+}
+
+// The Dolt commit after a write: a conflict is tried again; one that
+// keeps conflicting is reported, saying the change is in the working set;
+// nothing staged (another writer's commit took the change in) is fine.
+func TestDoltCommit(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "cmt")
+	conn := w.DB(t)
+	ctx := context.Background()
+	insertLabelled(t, conn, w.Prefix+"-a", "a")
+	insertLabelled(t, conn, w.Prefix+"-b", "b")
+	s := openDoltAt(t, w, 0, Options{})
+	commits := func() int { return claimtest.Count(t, conn, "SELECT count(*) FROM dolt_log") }
+
+	left := &atomic.Int64{}
+	left.Store(2)
+	s.faults = func(h db.DBTX) db.DBTX { return conflicting{h, left} }
+	before := commits()
+	must[Result](t)(s.Claim(ctx, Request{Agent: "a", ID: w.Prefix + "-a"}))
+	assert.Equal(t, commits(), before+1, "committed on the third try")
+
+	left.Store(1000)
+	_, err := s.Claim(ctx, Request{Agent: "a", ID: w.Prefix + "-b"})
+	assert.Equal(t, ErrorCode(err), EBusy, "%v", err)
+	assert.ErrorContains(t, err, "the change is committed in SQL and the next bd or bd-claim write records it in a Dolt commit")
+	assert.Equal(t, commits(), before+1)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 1)
+
+	// The re-claim records it; a commit with nothing left to record is fine.
+	s.faults = nil
+	must[Result](t)(s.Claim(ctx, Request{Agent: "a", ID: w.Prefix + "-b"}))
+	assert.Equal(t, commits(), before+2)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 0)
+	assert.NilError(t, s.doltCommit(ctx, "bd: nothing", "commit"))
+	assert.Equal(t, commits(), before+2)
+
+	assert.NilError(t, s.Close())
+	err = s.doltCommit(ctx, "bd: closed", "record the claim")
+	assert.Equal(t, ErrorCode(err), EUnexpected)
+	assert.ErrorContains(t, err, "could not record the claim")
+}
+
+// A connection lost in the middle of a claim: before the SQL COMMIT
+// reached the server, nothing is written and the claim fails as
+// DB_UNAVAILABLE; after the server ran it (its answer lost), bd-claim asks
+// again on a new connection, finds its row_lock and reports the claim,
+// Dolt-committed. A connection lost before the Dolt commit leaves the
+// claim in the working set, reported, for the next write to record.
+func TestDoltConnectionLost(t *testing.T) {
+	srv := claimtest.NeedDolt(t)
+	w := srv.Workspace(t, "lost")
+	conn := w.DB(t)
+	ctx := context.Background()
+	target := "127.0.0.1:" + strconv.Itoa(srv.Port)
+	for _, l := range []string{"a", "b", "c"} {
+		insertLabelled(t, conn, w.Prefix+"-"+l, l)
+	}
+
+	p := claimtest.NewProxy(t, target, "\x03COMMIT", false)
+	s := openDoltAt(t, w, p.Port, Options{})
+	before := rows(t, conn)
+	_, err := s.Claim(ctx, Request{Agent: "a", ID: w.Prefix + "-a"})
+	assert.Assert(t, p.Cut.Load())
+	assert.Equal(t, ErrorCode(err), EUnavailable, "%v", err)
+	assert.DeepEqual(t, rows(t, conn), before)
+
+	p = claimtest.NewProxy(t, target, "\x03COMMIT", true)
+	s = openDoltAt(t, w, p.Port, Options{})
+	res, err := s.Claim(ctx, Request{Agent: "a", ID: w.Prefix + "-a"})
+	assert.NilError(t, err)
+	assert.Assert(t, p.Cut.Load())
+	assert.Equal(t, res.Issue.Assignee, "a")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM issues WHERE id = ? AND assignee = 'a' AND row_lock = ?", w.Prefix+"-a", res.ClaimID), 1)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 0, "Dolt-committed")
+
+	p = claimtest.NewProxy(t, target, "DOLT_ADD", false)
+	s = openDoltAt(t, w, p.Port, Options{})
+	_, err = s.Claim(ctx, Request{Agent: "b", ID: w.Prefix + "-b"})
+	assert.Equal(t, ErrorCode(err), EUnavailable, "%v", err)
+	assert.ErrorContains(t, err, "committed in SQL")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 1)
+	// The next write, whoever makes it, records it.
+	must[Result](t)(openDoltAt(t, w, 0, Options{}).Claim(ctx, Request{Agent: "c", ID: w.Prefix + "-c"}))
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 0)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM issues AS OF 'HEAD' WHERE id = ? AND assignee = 'b'", w.Prefix+"-b"), 1)
+
+}

@@ -1,0 +1,242 @@
+package cli_test
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/icmd"
+
+	"github.com/bdclaim/bd-claim/claim/claimtest"
+)
+
+// doltRun runs the built bd-claim in workspace w with bd's environment.
+func doltRun(t *testing.T, w *claimtest.DoltWorkspace, args ...string) *icmd.Result {
+	t.Helper()
+	return run(t, w.Dir, w.Env, args...)
+}
+
+// doltIssues inserts n open issues id PREFIX-r1..rN directly, with bd's
+// column defaults: enough for races, which test exclusivity, not the
+// footprint (the twins do that with issues bd made).
+func doltIssues(t *testing.T, conn *sql.DB, prefix string, n int) []string {
+	t.Helper()
+	var ids []string
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("%s-r%d", prefix, i)
+		_, err := conn.Exec("INSERT INTO issues (id, title, description, design, acceptance_criteria, notes, priority, issue_type, row_lock) VALUES (?, ?, '', '', '', '', ?, 'task', ?)",
+			id, "race "+strconv.Itoa(i), i%4, i)
+		assert.NilError(t, err)
+		ids = append(ids, id)
+	}
+	_, err := conn.Exec("CALL DOLT_COMMIT('-Am', 'test issues')")
+	assert.NilError(t, err)
+	return ids
+}
+
+// doltRows is every row of the tables a claim touches, and the number of
+// Dolt commits: equal before and after means nothing was written.
+func doltRows(t *testing.T, conn *sql.DB) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, q := range []string{
+		"SELECT CONCAT_WS('|', id, status, COALESCE(assignee, '-'), row_lock, updated_at) FROM issues ORDER BY id",
+		"SELECT CONCAT_WS('|', issue_id, holder, lease_expires_at) FROM leases ORDER BY issue_id",
+		"SELECT CONCAT_WS('|', id, issue_id, event_type) FROM events ORDER BY id",
+		"SELECT CAST(count(*) AS CHAR) FROM dolt_log",
+	} {
+		out[q] = claimtest.Strings(t, conn, q)
+	}
+	return out
+}
+
+// The whole contract on a Dolt server workspace, through the binary:
+// claim-next, --json fields, --id re-claim, heartbeat, release, and what
+// the real bd sees afterwards.
+func TestDoltCLILifecycle(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "cl")
+	var a, b struct{ ID string }
+	w.JSON(&a, "create", "first", "-p", "1", "-l", "backend")
+	w.JSON(&b, "create", "second", "-p", "2")
+
+	r := doltRun(t, w, "--agent", "agent-1", "--dry-run")
+	r.Assert(t, icmd.Success)
+	assert.Assert(t, strings.Contains(r.Stdout(), `"id":"`+a.ID+`"`), r.Stdout())
+
+	r = doltRun(t, w, "--agent", "agent-1")
+	r.Assert(t, icmd.Success)
+	var out struct {
+		Claimed bool
+		Issue   struct {
+			ID, Status, Assignee string
+			Labels               []string
+		}
+		ClaimID int64 `json:"claim_id"`
+		Lease   struct {
+			ExpiresAt string `json:"expires_at"`
+		}
+	}
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout()), &out), r.Stdout())
+	assert.Equal(t, out.Issue.ID, a.ID)
+	assert.Equal(t, out.Issue.Status, "in_progress")
+	assert.DeepEqual(t, out.Issue.Labels, []string{"backend"})
+	assert.Assert(t, out.ClaimID != 0)
+
+	var shown []struct{ Status, Assignee string }
+	w.JSON(&shown, "show", a.ID)
+	assert.Equal(t, shown[0].Status+"/"+shown[0].Assignee, "in_progress/agent-1")
+
+	// The holder re-claims under the same claim id; another agent is refused.
+	doltRun(t, w, "--agent", "agent-1", "--id", a.ID, "--claim-id", strconv.FormatInt(out.ClaimID, 10)).Assert(t, icmd.Success)
+	r = doltRun(t, w, "--agent", "agent-2", "--id", a.ID)
+	assert.Equal(t, r.ExitCode, 7, r.Combined())
+	assert.Assert(t, strings.Contains(r.Stdout(), "ALREADY_CLAIMED"), r.Stdout())
+
+	doltRun(t, w, "heartbeat", "--agent", "agent-1", "--id", a.ID, "--lease", "10m").Assert(t, icmd.Success)
+	r = doltRun(t, w, "release", "--agent", "agent-1", "--id", a.ID, "--claim-id", "12345")
+	assert.Equal(t, r.ExitCode, 7, r.Combined())
+	doltRun(t, w, "release", "--agent", "agent-1", "--id", a.ID, "--claim-id", strconv.FormatInt(out.ClaimID, 10), "--reason", "later").Assert(t, icmd.Success)
+	w.JSON(&shown, "show", a.ID)
+	assert.Equal(t, shown[0].Status+"/"+shown[0].Assignee, "open/")
+
+	for _, args := range [][]string{{"stats"}, {"reap"}, {"--agent", "x", "--wait", "1s"}, {"release", "--agent", "agent-1", "--id", a.ID, "--failed"}} {
+		r := doltRun(t, w, args...)
+		assert.Equal(t, r.ExitCode, 2, "%v: %s", args, r.Combined())
+		assert.Assert(t, strings.Contains(r.Stdout()+r.Stderr(), "not supported on Dolt workspaces yet"), r.Combined())
+	}
+}
+
+// Bad connections get their own codes and exit statuses and change nothing.
+func TestDoltCLIBadConnections(t *testing.T) {
+	srv := claimtest.NeedDolt(t)
+	w := srv.Workspace(t, "bad")
+	conn := w.DB(t)
+	doltIssues(t, conn, w.Prefix, 2)
+	before := doltRows(t, conn)
+	for _, stmt := range []string{
+		"CREATE USER 'reader'@'%' IDENTIFIED BY 'rpw'", "GRANT SELECT ON " + w.Database + ".* TO 'reader'@'%'",
+	} {
+		_, err := conn.Exec(stmt)
+		assert.NilError(t, err)
+	}
+	env := func(kv ...string) []string { return append(slices.Clone(w.Env), kv...) }
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		exit int
+		code string
+		msg  string
+	}{
+		{"server down", env("BEADS_DOLT_SERVER_PORT", "1"), nil, 4, "DB_UNAVAILABLE", "cannot be reached"},
+		{"wrong password", env("BEADS_DOLT_SERVER_USER", "reader", "BEADS_DOLT_PASSWORD", "nope"), nil, 5, "DB_ACCESS_DENIED", "refused the login"},
+		{"no such database", env("BEADS_DOLT_SERVER_DATABASE", "nosuchdb"), nil, 5, "DB_NOT_FOUND", "never creates one"},
+		{"another project's database", env("BEADS_DOLT_SERVER_DATABASE", "information_schema"), nil, 6, "SCHEMA_INCOMPATIBLE", ""},
+		{"read-only user claims", env("BEADS_DOLT_SERVER_USER", "reader", "BEADS_DOLT_PASSWORD", "rpw"), nil, 5, "DB_ACCESS_DENIED", "read-only user can only --dry-run"},
+		{"a DSN", w.Env, []string{"--dsn", "root@tcp(127.0.0.1:1)/x"}, 4, "DB_UNAVAILABLE", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, w.Dir, tc.env, append([]string{"--agent", "a"}, tc.args...)...)
+			assert.Equal(t, r.ExitCode, tc.exit, r.Combined())
+			assert.Assert(t, strings.Contains(r.Stdout(), `"code":"`+tc.code+`"`), r.Stdout())
+			assert.Assert(t, strings.Contains(r.Stdout(), tc.msg), r.Stdout())
+			assert.DeepEqual(t, doltRows(t, conn), before)
+		})
+	}
+	r := run(t, w.Dir, env("BEADS_DOLT_SERVER_USER", "reader", "BEADS_DOLT_PASSWORD", "rpw"), "--agent", "a", "--dry-run")
+	r.Assert(t, icmd.Success)
+
+	// A project-id mismatch, and a schema bd-claim does not know.
+	meta := filepath.Join(w.Dir, ".beads", "metadata.json")
+	orig, err := os.ReadFile(meta)
+	assert.NilError(t, err)
+	var m map[string]any
+	assert.NilError(t, json.Unmarshal(orig, &m))
+	m["project_id"] = "another-project"
+	changed, _ := json.Marshal(m)
+	assert.NilError(t, os.WriteFile(meta, changed, 0o644))
+	r = doltRun(t, w, "--agent", "a")
+	assert.Equal(t, r.ExitCode, 6, r.Combined())
+	assert.Assert(t, strings.Contains(r.Stdout(), "project identity mismatch"), r.Stdout())
+	assert.NilError(t, os.WriteFile(meta, orig, 0o644))
+	_, err = conn.Exec("INSERT INTO schema_migrations (version) VALUES (67)")
+	assert.NilError(t, err)
+	r = doltRun(t, w, "--agent", "a")
+	assert.Equal(t, r.ExitCode, 6, r.Combined())
+	assert.Assert(t, strings.Contains(r.Stdout(), "schema version 67; bd-claim supports version 66"), r.Stdout())
+	_, err = conn.Exec("DELETE FROM schema_migrations WHERE version = 67")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, doltRows(t, conn), before)
+}
+
+// 32 bd-claim processes drain a workspace: every issue is claimed exactly
+// once; 16 racing --id on one issue: one winner.
+func TestDoltCLIRaces(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "race")
+	conn := w.DB(t)
+	ids := doltIssues(t, conn, w.Prefix, 40)
+	var mu sync.Mutex
+	got := map[string][]string{}
+	exits := map[int]int{}
+	var wg sync.WaitGroup
+	for p := range 32 {
+		wg.Go(func() {
+			agent := fmt.Sprintf("agent-%d", p)
+			for {
+				r := doltRun(t, w, "--agent", agent, "--quiet")
+				mu.Lock()
+				exits[r.ExitCode]++
+				mu.Unlock()
+				if r.ExitCode != 0 {
+					if r.ExitCode != 3 {
+						t.Errorf("%s: %s", agent, r.Combined())
+					}
+					return
+				}
+				var out struct{ Issue struct{ ID string } }
+				assert.Check(t, json.Unmarshal([]byte(r.Stdout()), &out))
+				mu.Lock()
+				got[out.Issue.ID] = append(got[out.Issue.ID], agent)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, exits[3], 32, "every process ends with nothing left: %v", exits)
+	assert.Equal(t, len(got), len(ids), "%v", exits)
+	for id, agents := range got {
+		assert.Equal(t, len(agents), 1, "%s claimed by %v", id, agents)
+		var assignee string
+		assert.NilError(t, conn.QueryRow("SELECT assignee FROM issues WHERE id = ?", id).Scan(&assignee))
+		assert.Equal(t, assignee, agents[0])
+	}
+
+	w.JSON(&struct{ ID string }{}, "create", "contested")
+	var one struct{ ID string }
+	w.JSON(&one, "create", "contested by 16")
+	wins := 0
+	for p := range 16 {
+		wg.Go(func() {
+			r := doltRun(t, w, "--agent", fmt.Sprintf("id-%d", p), "--id", one.ID, "--quiet")
+			mu.Lock()
+			defer mu.Unlock()
+			switch r.ExitCode {
+			case 0:
+				wins++
+			case 7:
+			default:
+				t.Errorf("exit %d: %s", r.ExitCode, r.Combined())
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, wins, 1)
+}
