@@ -49,7 +49,7 @@ const doltTime = "2006-01-02 15:04:05"
 // and the project metadata.json names.
 func openDolt(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	conn := dolt.Open(ws.Dolt.config())
-	s := &Store{Workspace: ws, flavor: doltFlavor(), conn: conn, dq: dolt.New(), queues: queues{},
+	s := &Store{Workspace: ws, flavor: doltFlavor(), conn: conn, dq: dolt.New(), queues: queues{}, lockWait: lockWait(o.BusyTimeout),
 		now: o.Now, retry: db.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}, policy: *o.Policy, retryable: doltRetryable}
 	v, err := s.dq.SchemaMigrationsMax(ctx, conn)
 	if err != nil {
@@ -198,25 +198,64 @@ func (t *txn) doltEvent(id, eventType, actor string, oldValue, newValue, comment
 	return err
 }
 
-// doltCommit makes the Dolt commit that follows a write's SQL commit, as
-// bd does (runIssueOperationTxWithMessage): stage the issues table (events
-// and leases are dolt_ignored) and commit with bd's author, tried again on
-// a conflict. A commit that finds nothing staged is fine: another writer's
-// commit took the change in. A claim is reported only once it is in HEAD.
-func (s *Store) doltCommit(ctx context.Context, message, doing string) error {
+// doltWriter is a connection of a Store's own for one write, holding the
+// writers' lock of the database when it could take it: bd-claim's writers
+// take turns, on every machine that shares the server, instead of racing
+// Dolt's optimistic commit (where all but one of a round lose and start
+// again). The lock is only an optimisation: a writer that waited longer
+// than the busy timeout goes on without it, and exclusivity still comes
+// from the compare-and-swap and the commit.
+type doltWriter struct {
+	*sql.Conn
+	h     db.DBTX // the connection, as the Store's queries see it
+	s     *Store
+	ctx   context.Context
+	name  string
+	taken bool
+}
+
+func (s *Store) doltWriter(ctx context.Context) (*doltWriter, error) {
 	conn, err := s.conn.Conn(ctx)
 	if err != nil {
-		return classify(err, doing)
+		return nil, err
 	}
-	defer conn.Close()
-	var h db.DBTX = conn // one session: DOLT_ADD stages for the DOLT_COMMIT that follows
+	w := &doltWriter{Conn: conn, h: conn, s: s, ctx: ctx, name: "bd-claim/" + s.Workspace.Dolt.Database}
 	if s.faults != nil {
-		h = s.faults(h)
+		w.h = s.faults(w.h)
 	}
+	taken, err := s.dq.WritersLock(ctx, w.h, dolt.WritersLockParams{Name: w.name, TimeoutSeconds: s.lockWait})
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	w.taken = taken == 1
+	return w, nil
+}
+
+// done hands the lock on and gives the connection back. A connection whose
+// lock could not be released is discarded: closing it frees the lock.
+func (w *doltWriter) done() {
+	if w.taken {
+		if err := w.s.dq.WritersUnlock(w.ctx, w.h, w.name); err != nil {
+			_ = w.Conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}
+	w.Conn.Close()
+}
+
+// doltCommit makes the Dolt commit that follows a write's SQL commit, as
+// bd does (runIssueOperationTxWithMessage), on the writer's connection
+// (DOLT_ADD stages for the DOLT_COMMIT of the same session): stage the
+// issues table (events and leases are dolt_ignored) and commit with bd's
+// author, tried again on a conflict. A commit that finds nothing staged is
+// fine: another writer's commit took the change in. A claim is reported
+// only once it is in HEAD.
+func (s *Store) doltCommit(ctx context.Context, w *doltWriter, message, doing string) error {
+	var err error
 	for try := 1; ; try++ {
-		err = s.dq.DoltAddIssues(ctx, h)
+		err = s.dq.DoltAddIssues(ctx, w.h)
 		if err == nil {
-			err = s.dq.DoltCommit(ctx, h, dolt.DoltCommitParams{Message: message, Author: doltAuthor})
+			err = s.dq.DoltCommit(ctx, w.h, dolt.DoltCommitParams{Message: message, Author: doltAuthor})
 		}
 		if err != nil && strings.Contains(err.Error(), "nothing to commit") {
 			err = nil
@@ -369,4 +408,10 @@ func (s *Store) landed(ctx context.Context, t *txn, err error) error {
 		return nil
 	}
 	return err
+}
+
+// lockWait is how long a writer waits for the writers' lock, in the whole
+// seconds GET_LOCK takes: the busy timeout, rounded up (0 for none).
+func lockWait(busy time.Duration) int32 {
+	return int32(min((max(busy, 0)+time.Second-1)/time.Second, 3600))
 }

@@ -197,13 +197,16 @@ func TestDoltCommit(t *testing.T) {
 	must[Result](t)(s.Claim(ctx, Request{Agent: "a", ID: w.Prefix + "-b"}))
 	assert.Equal(t, commits(), before+2)
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 0)
-	assert.NilError(t, s.doltCommit(ctx, "bd: nothing", "commit"))
+	w1, err := s.doltWriter(ctx)
+	assert.NilError(t, err)
+	assert.NilError(t, s.doltCommit(ctx, w1, "bd: nothing", "commit"))
+	w1.done()
 	assert.Equal(t, commits(), before+2)
 
 	assert.NilError(t, s.Close())
-	err = s.doltCommit(ctx, "bd: closed", "record the claim")
+	_, err = s.Claim(ctx, Request{Agent: "a"})
 	assert.Equal(t, ErrorCode(err), EUnexpected)
-	assert.ErrorContains(t, err, "could not record the claim")
+	assert.ErrorContains(t, err, "could not claim an issue: sql: database is closed")
 }
 
 // A connection lost in the middle of a claim: before the SQL COMMIT

@@ -52,6 +52,7 @@ type Store struct {
 	now       func() time.Time
 	retry     db.Retry
 	retryable func(error) bool // which errors of a write transaction are worth another try
+	lockWait  int32            // Dolt: seconds a writer waits for the writers' lock
 	policy    Policy
 	// faults, when set (by this package's tests), wraps the handle every
 	// query runs on, to make chosen statements fail.
@@ -157,9 +158,18 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 	s.writing.Lock()
 	defer s.writing.Unlock()
 	ctx = context.WithoutCancel(ctx)
+	var conn db.Beginner = s.conn
+	if s.flavor.dolt {
+		w, err := s.doltWriter(ctx)
+		if err != nil {
+			return classify(err, doing)
+		}
+		defer w.done()
+		conn = w
+	}
 	var t *txn
 	try := 0
-	err := db.TxRetry(ctx, s.conn, s.retry, s.retryable, func(tx *sql.Tx) error {
+	err := db.TxRetry(ctx, conn, s.retry, s.retryable, func(tx *sql.Tx) error {
 		try++
 		t = s.txn(ctx, tx)
 		t.try = try
@@ -175,7 +185,7 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 		f()
 	}
 	if t.commit != "" {
-		return s.doltCommit(ctx, t.commit, doing)
+		return s.doltCommit(ctx, conn.(*doltWriter), t.commit, doing)
 	}
 	return nil
 }

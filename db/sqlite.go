@@ -69,10 +69,16 @@ func Tx(ctx context.Context, conn *sql.DB, r Retry, fn func(*sql.Tx) error) erro
 	return TxRetry(ctx, conn, r, IsBusy, fn)
 }
 
-// TxRetry is Tx for any engine: the whole transaction is tried again while
+// Beginner begins transactions: a pool (*sql.DB) or one of its
+// connections (*sql.Conn).
+type Beginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// TxRetry is Tx for any engine, on a pool or on one connection: the whole transaction is tried again while
 // retryable says its error is worth another try (a busy SQLite, a Dolt
 // serialization failure).
-func TxRetry(ctx context.Context, conn *sql.DB, r Retry, retryable func(error) bool, fn func(*sql.Tx) error) error {
+func TxRetry(ctx context.Context, conn Beginner, r Retry, retryable func(error) bool, fn func(*sql.Tx) error) error {
 	pause := max(r.Backoff, time.Millisecond)
 	for try := 1; ; try++ {
 		err := tx(ctx, conn, fn)
@@ -93,7 +99,7 @@ func TxRetry(ctx context.Context, conn *sql.DB, r Retry, retryable func(error) b
 // tx is one try: begin, fn, commit. Begin and commit errors say which they
 // were (the driver's error stays wrapped, for Code); an error from fn, or a
 // panic, rolls back.
-func tx(ctx context.Context, conn *sql.DB, fn func(*sql.Tx) error) (err error) {
+func tx(ctx context.Context, conn Beginner, fn func(*sql.Tx) error) (err error) {
 	t, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

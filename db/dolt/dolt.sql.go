@@ -34,3 +34,33 @@ func (q *Queries) DoltCommit(ctx context.Context, db DBTX, arg DoltCommitParams)
 	_, err := db.ExecContext(ctx, doltCommit, arg.Message, arg.Author)
 	return err
 }
+
+const writersLock = `-- name: WritersLock :one
+SELECT CAST(COALESCE(GET_LOCK(?, ?), 0) AS SIGNED) AS taken
+`
+
+type WritersLockParams struct {
+	Name           string
+	TimeoutSeconds int32
+}
+
+// WritersLock queues bd-claim's writers of one database, on every machine
+// that shares the server: a named lock of the server, held by the session
+// (freed when its connection closes, a killed process included). 1 when
+// taken, 0 when the wait timed out.
+func (q *Queries) WritersLock(ctx context.Context, db DBTX, arg WritersLockParams) (int64, error) {
+	row := db.QueryRowContext(ctx, writersLock, arg.Name, arg.TimeoutSeconds)
+	var taken int64
+	err := row.Scan(&taken)
+	return taken, err
+}
+
+const writersUnlock = `-- name: WritersUnlock :exec
+SELECT RELEASE_LOCK(?)
+`
+
+// WritersUnlock hands the named lock to the next writer.
+func (q *Queries) WritersUnlock(ctx context.Context, db DBTX, name string) error {
+	_, err := db.ExecContext(ctx, writersUnlock, name)
+	return err
+}

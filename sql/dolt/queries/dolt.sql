@@ -6,3 +6,14 @@ CALL DOLT_ADD('issues');
 -- name: DoltCommit :exec
 -- DoltCommit commits what is staged, with bd's message and author.
 CALL DOLT_COMMIT('-m', sqlc.arg(message), '--author', sqlc.arg(author));
+
+-- name: WritersLock :one
+-- WritersLock queues bd-claim's writers of one database, on every machine
+-- that shares the server: a named lock of the server, held by the session
+-- (freed when its connection closes, a killed process included). 1 when
+-- taken, 0 when the wait timed out.
+SELECT CAST(COALESCE(GET_LOCK(sqlc.arg(name), sqlc.arg(timeout_seconds)), 0) AS SIGNED) AS taken;
+
+-- name: WritersUnlock :exec
+-- WritersUnlock hands the named lock to the next writer.
+SELECT RELEASE_LOCK(sqlc.arg(name));
