@@ -1,0 +1,8 @@
+-- name: EventIDsSameContent :one
+-- EventIDsSameContent lists, as a JSON array, the ids of the events rows
+-- whose content equals a new row's: bd gives the new row the lowest ordinal
+-- whose derived id none of them holds (issueops.InsertDerivedEvent).
+SELECT CAST(COALESCE(JSON_ARRAYAGG(id), '[]') AS JSON) AS ids FROM events
+WHERE issue_id = sqlc.arg(issue_id) AND event_type = sqlc.arg(event_type) AND actor = sqlc.arg(actor)
+  AND old_value <=> sqlc.arg(old_value) AND new_value <=> sqlc.arg(new_value) AND comment <=> sqlc.arg(comment)
+  AND created_at = sqlc.arg(created_at);
