@@ -208,8 +208,7 @@ func claimedEvent(issueID, actor, oldValue string, now time.Time) doltEvent {
 const auxTimeLayout = "2006-01-02 15:04:05"
 
 // eventNamespace is bd's fixed UUIDv5 namespace for the ids of its events,
-// comments and snapshots (rowid.Namespace).
-// 92da14b5-20a8-5252-8eb2-3839e97b2156, as bytes.
+// comments and snapshots (rowid.Namespace): 92da14b5-20a8-5252-8eb2-3839e97b2156.
 const eventNamespace = "\x92\xda\x14\xb5\x20\xa8\x52\x52\x8e\xb2\x38\x39\xe9\x7b\x21\x56"
 
 // digest is rowid.Digest of the row: hex SHA-256 over the seven fields, each

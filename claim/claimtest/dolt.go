@@ -91,6 +91,7 @@ func (s *DoltServer) start() error {
 	defer logf.Close()
 	s.cmd = exec.Command(DoltBin(), "sql-server", "--host", "127.0.0.1", "--port", strconv.Itoa(s.Port))
 	s.cmd.Dir, s.cmd.Env, s.cmd.Stdout, s.cmd.Stderr = s.dir, s.env(), logf, logf
+	s.cmd.SysProcAttr = doltProcAttr()
 	if err := s.cmd.Start(); err != nil {
 		return err
 	}
