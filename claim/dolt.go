@@ -162,8 +162,7 @@ func (t *txn) doltTake(c choice, req Request) (Result, error) {
 	if err := t.doltLease(c.r.ID, req.Agent, res.Lease.Until); err != nil {
 		return Result{}, err
 	}
-	newValue, _ := json.Marshal(map[string]string{"assignee": req.Agent, "status": "in_progress"})
-	if err := t.doltEvent(c.r.ID, "claimed", req.Agent, text(c.r.dolt.json), text(string(newValue)), sql.NullString{}); err != nil {
+	if err := t.doltEvent(c.r.ID, "claimed", req.Agent, text(c.r.dolt.json), text(claimedNewValue(req.Agent)), sql.NullString{}); err != nil {
 		return Result{}, err
 	}
 	res.ClaimID = lock
@@ -186,13 +185,15 @@ func (t *txn) doltLease(id, agent string, until time.Time) error {
 	})
 }
 
-// doltEvent appends an event with bd's content-derived id.
+// doltEvent appends an event with bd's content-derived id, dated now
+// truncated to the second as bd binds it.
 func (t *txn) doltEvent(id, eventType, actor string, oldValue, newValue, comment sql.NullString) error {
-	at := t.now.UTC().Truncate(time.Second)
-	eid, err := t.doltEventID(id, eventType, actor, oldValue, newValue, comment, at.Format(doltTime))
+	e := doltEvent{IssueID: id, Type: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment,
+		CreatedAt: t.now.UTC().Truncate(time.Second)}
+	eid, err := newEventID(t.ctx, t.conn, e)
 	if err == nil {
 		err = t.dq.EventInsert(t.ctx, t.conn, dolt.EventInsertParams{
-			ID: eid, IssueID: id, EventType: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: at,
+			ID: eid, IssueID: id, EventType: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: e.CreatedAt,
 		})
 	}
 	return err
@@ -414,4 +415,33 @@ func (s *Store) landed(ctx context.Context, t *txn, err error) error {
 // seconds GET_LOCK takes: the busy timeout, rounded up (0 for none).
 func lockWait(busy time.Duration) int32 {
 	return int32(min((max(busy, 0)+time.Second-1)/time.Second, 3600))
+}
+
+// doltSnapshot is an issue of a Dolt workspace as a write reads it: the
+// contract's fields, its row_lock for the compare-and-swap, and bd's JSON
+// of it for the event's old_value.
+type doltSnapshot struct {
+	issue   Issue
+	rowLock int64
+	json    string
+}
+
+func (t *txn) doltSnapshot(id string) (doltSnapshot, error) {
+	r, err := t.dq.IssueSnapshot(t.ctx, t.conn, id)
+	if err != nil {
+		return doltSnapshot{}, err
+	}
+	iss, err := doltIssueOf(r)
+	if err != nil {
+		return doltSnapshot{}, err
+	}
+	labels := iss.Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	return doltSnapshot{rowLock: r.RowLock, json: iss.eventJSON(), issue: Issue{
+		ID: iss.ID, Title: iss.Title, Status: iss.Status, Assignee: iss.Assignee, Priority: iss.Priority,
+		IssueType: iss.IssueType, Labels: labels, ContentHash: r.ContentHash.String, ExternalRef: iss.ExternalRef,
+		CreatedAt: iss.CreatedAt.Format(time.RFC3339), UpdatedAt: iss.UpdatedAt.Format(time.RFC3339),
+	}}, nil
 }

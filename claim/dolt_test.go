@@ -2,7 +2,6 @@ package claim_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -11,9 +10,6 @@ import (
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
-
-// One dolt sql-server serves every Dolt test of the package.
-func TestMain(m *testing.M) { os.Exit(claimtest.DoltMain(m)) }
 
 // doltStore opens a Store on a Dolt workspace as the CLI would: discovery
 // from the workspace directory with bd's environment.

@@ -31,15 +31,14 @@ func BdDoltBin() string { return filepath.Join(Root(), ".bin", "bd-v1.3.0") }
 
 // DoltServer is a throwaway `dolt sql-server` on a free loopback port.
 type DoltServer struct {
-	Port int
-	Home string // the server's HOME: dolt's global config (user.name/email)
-	dir  string
-	log  string
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited; then waitErr is set
-	// waitErr is cmd.Wait's result.
-	waitErr error
-	seq     atomic.Int64 // makes every workspace's database name unique
+	Port    int
+	Home    string // the server's HOME: dolt's global config (user.name/email)
+	dir     string
+	log     string
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the process has exited
+	waitErr error         // cmd.Wait's, once done is closed
+	seq     atomic.Int64  // makes every workspace's database name unique
 }
 
 // StartDolt starts a dolt sql-server whose HOME and data dir are under dir
@@ -63,15 +62,21 @@ func StartDolt(dir string) (*DoltServer, error) {
 			return nil, fmt.Errorf("dolt config %s: %v\n%s", kv[0], err, out)
 		}
 	}
-	// The free port can be taken between probing and binding: try again then.
+	// The free port can be taken between probing and binding: then the
+	// server exits, and another port is tried.
 	var err error
 	for range 3 {
-		if err = s.start(); err == nil {
-			return s, nil
+		if err = s.start(); !errors.Is(err, errExited) {
+			break
 		}
 	}
-	return nil, err
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
+
+var errExited = errors.New("dolt sql-server exited before accepting connections")
 
 func (s *DoltServer) env() []string {
 	return []string{"HOME=" + s.Home, "PATH=" + os.Getenv("PATH"), "TZ=UTC"}
@@ -91,6 +96,7 @@ func (s *DoltServer) start() error {
 	defer logf.Close()
 	s.cmd = exec.Command(DoltBin(), "sql-server", "--host", "127.0.0.1", "--port", strconv.Itoa(s.Port))
 	s.cmd.Dir, s.cmd.Env, s.cmd.Stdout, s.cmd.Stderr = s.dir, s.env(), logf, logf
+	s.cmd.SysProcAttr = doltProcAttr()
 	if err := s.cmd.Start(); err != nil {
 		return err
 	}
@@ -114,7 +120,7 @@ func (s *DoltServer) start() error {
 		select {
 		case <-s.done:
 			log, _ := os.ReadFile(s.log)
-			return fmt.Errorf("dolt sql-server on port %d exited (%v) before accepting connections:\n%s", s.Port, s.waitErr, log)
+			return fmt.Errorf("%w (port %d, %v):\n%s", errExited, s.Port, s.waitErr, log)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

@@ -8,8 +8,44 @@ package dolt
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"time"
 )
+
+const eventIDsSameContent = `-- name: EventIDsSameContent :one
+SELECT CAST(COALESCE(JSON_ARRAYAGG(id), '[]') AS JSON) AS ids FROM events
+WHERE issue_id = ? AND event_type = ? AND actor = ?
+  AND old_value <=> ? AND new_value <=> ? AND comment <=> ?
+  AND created_at = ?
+`
+
+type EventIDsSameContentParams struct {
+	IssueID   string
+	EventType string
+	Actor     string
+	OldValue  sql.NullString
+	NewValue  sql.NullString
+	Comment   sql.NullString
+	CreatedAt time.Time
+}
+
+// EventIDsSameContent lists, as a JSON array, the ids of the events rows
+// whose content equals a new row's: bd gives the new row the lowest ordinal
+// whose derived id none of them holds (issueops.InsertDerivedEvent).
+func (q *Queries) EventIDsSameContent(ctx context.Context, db DBTX, arg EventIDsSameContentParams) (json.RawMessage, error) {
+	row := db.QueryRowContext(ctx, eventIDsSameContent,
+		arg.IssueID,
+		arg.EventType,
+		arg.Actor,
+		arg.OldValue,
+		arg.NewValue,
+		arg.Comment,
+		arg.CreatedAt,
+	)
+	var ids json.RawMessage
+	err := row.Scan(&ids)
+	return ids, err
+}
 
 const eventInsert = `-- name: EventInsert :exec
 INSERT INTO events (id, issue_id, event_type, actor, old_value, new_value, comment, created_at)

@@ -8,6 +8,7 @@ package dolt
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"time"
 )
 
@@ -108,6 +109,147 @@ func (q *Queries) IssueRowLock(ctx context.Context, db DBTX, id string) (int64, 
 	var row_lock int64
 	err := row.Scan(&row_lock)
 	return row_lock, err
+}
+
+const issueSnapshot = `-- name: IssueSnapshot :one
+SELECT issues.id, issues.title, issues.description, issues.design, issues.acceptance_criteria, issues.notes,
+       issues.status, issues.priority, issues.issue_type, issues.assignee, issues.estimated_minutes,
+       issues.created_at, issues.created_by, issues.owner, issues.updated_at, issues.started_at, issues.closed_at,
+       issues.external_ref, issues.spec_id,
+       issues.compaction_level, issues.compacted_at, issues.compacted_at_commit, issues.original_size,
+       issues.close_reason, issues.closed_by_session, issues.sender,
+       COALESCE(issues.ephemeral, 0) <> 0 AS ephemeral, COALESCE(issues.no_history, 0) <> 0 AS no_history,
+       issues.wisp_type,
+       COALESCE(issues.pinned, 0) <> 0 AS pinned, COALESCE(issues.is_template, 0) <> 0 AS is_template,
+       issues.await_type, issues.await_id, issues.timeout_ns, issues.waiters,
+       issues.mol_type, issues.event_kind, issues.actor, issues.target, issues.payload,
+       issues.due_at, issues.defer_until, issues.work_type, issues.source_system,
+       COALESCE(issues.metadata, JSON_OBJECT()) AS metadata,
+       issues.row_lock, issues.storage_class, issues.content_hash,
+       leases.lease_expires_at, leases.heartbeat_at, leases.granted_node,
+       CAST((SELECT COALESCE(JSON_ARRAYAGG(labels.label), '[]') FROM labels WHERE labels.issue_id = issues.id) AS JSON) AS labels
+FROM issues LEFT JOIN leases ON leases.issue_id = issues.id
+WHERE issues.id = ?
+`
+
+type IssueSnapshotRow struct {
+	ID                 string
+	Title              string
+	Description        string
+	Design             string
+	AcceptanceCriteria string
+	Notes              string
+	Status             string
+	Priority           int32
+	IssueType          string
+	Assignee           sql.NullString
+	EstimatedMinutes   sql.NullInt32
+	CreatedAt          time.Time
+	CreatedBy          sql.NullString
+	Owner              sql.NullString
+	UpdatedAt          time.Time
+	StartedAt          sql.NullTime
+	ClosedAt           sql.NullTime
+	ExternalRef        sql.NullString
+	SpecID             sql.NullString
+	CompactionLevel    sql.NullInt32
+	CompactedAt        sql.NullTime
+	CompactedAtCommit  sql.NullString
+	OriginalSize       sql.NullInt32
+	CloseReason        sql.NullString
+	ClosedBySession    sql.NullString
+	Sender             sql.NullString
+	Ephemeral          bool
+	NoHistory          bool
+	WispType           sql.NullString
+	Pinned             bool
+	IsTemplate         bool
+	AwaitType          sql.NullString
+	AwaitID            sql.NullString
+	TimeoutNs          sql.NullInt64
+	Waiters            sql.NullString
+	MolType            sql.NullString
+	EventKind          sql.NullString
+	Actor              sql.NullString
+	Target             sql.NullString
+	Payload            sql.NullString
+	DueAt              sql.NullTime
+	DeferUntil         sql.NullTime
+	WorkType           sql.NullString
+	SourceSystem       sql.NullString
+	Metadata           json.RawMessage
+	RowLock            int64
+	StorageClass       sql.NullString
+	ContentHash        sql.NullString
+	LeaseExpiresAt     sql.NullTime
+	HeartbeatAt        sql.NullTime
+	GrantedNode        sql.NullString
+	Labels             json.RawMessage
+}
+
+// IssueSnapshot reads an issue as bd's GetIssueInTx does before a claim: the
+// columns types.Issue is built from, the leases overlay and the labels (as a
+// JSON array, in one statement). The claimed event's old_value is its JSON;
+// row_lock guards the claim's compare-and-swap. NULL flags read as false and
+// a NULL metadata as {}, as bd reads them.
+func (q *Queries) IssueSnapshot(ctx context.Context, db DBTX, id string) (IssueSnapshotRow, error) {
+	row := db.QueryRowContext(ctx, issueSnapshot, id)
+	var i IssueSnapshotRow
+	err := row.Scan(
+		&i.ID,
+		&i.Title,
+		&i.Description,
+		&i.Design,
+		&i.AcceptanceCriteria,
+		&i.Notes,
+		&i.Status,
+		&i.Priority,
+		&i.IssueType,
+		&i.Assignee,
+		&i.EstimatedMinutes,
+		&i.CreatedAt,
+		&i.CreatedBy,
+		&i.Owner,
+		&i.UpdatedAt,
+		&i.StartedAt,
+		&i.ClosedAt,
+		&i.ExternalRef,
+		&i.SpecID,
+		&i.CompactionLevel,
+		&i.CompactedAt,
+		&i.CompactedAtCommit,
+		&i.OriginalSize,
+		&i.CloseReason,
+		&i.ClosedBySession,
+		&i.Sender,
+		&i.Ephemeral,
+		&i.NoHistory,
+		&i.WispType,
+		&i.Pinned,
+		&i.IsTemplate,
+		&i.AwaitType,
+		&i.AwaitID,
+		&i.TimeoutNs,
+		&i.Waiters,
+		&i.MolType,
+		&i.EventKind,
+		&i.Actor,
+		&i.Target,
+		&i.Payload,
+		&i.DueAt,
+		&i.DeferUntil,
+		&i.WorkType,
+		&i.SourceSystem,
+		&i.Metadata,
+		&i.RowLock,
+		&i.StorageClass,
+		&i.ContentHash,
+		&i.LeaseExpiresAt,
+		&i.HeartbeatAt,
+		&i.GrantedNode,
+		&i.Labels,
+	)
+	return i, err
 }
 
 const issueUnclaimSet = `-- name: IssueUnclaimSet :execrows

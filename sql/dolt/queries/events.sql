@@ -3,3 +3,12 @@
 -- (issueops.derivedid: UUIDv5 of the row's content).
 INSERT INTO events (id, issue_id, event_type, actor, old_value, new_value, comment, created_at)
 VALUES (sqlc.arg(id), sqlc.arg(issue_id), sqlc.arg(event_type), sqlc.arg(actor), sqlc.arg(old_value), sqlc.arg(new_value), sqlc.arg(comment), sqlc.arg(created_at));
+
+-- name: EventIDsSameContent :one
+-- EventIDsSameContent lists, as a JSON array, the ids of the events rows
+-- whose content equals a new row's: bd gives the new row the lowest ordinal
+-- whose derived id none of them holds (issueops.InsertDerivedEvent).
+SELECT CAST(COALESCE(JSON_ARRAYAGG(id), '[]') AS JSON) AS ids FROM events
+WHERE issue_id = sqlc.arg(issue_id) AND event_type = sqlc.arg(event_type) AND actor = sqlc.arg(actor)
+  AND old_value <=> sqlc.arg(old_value) AND new_value <=> sqlc.arg(new_value) AND comment <=> sqlc.arg(comment)
+  AND created_at = sqlc.arg(created_at);

@@ -37,3 +37,28 @@ WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status IN ('open',
 -- was lost with the connection, it tells whether the write landed (its
 -- new row_lock is random, so only that write can have set it).
 SELECT row_lock FROM issues WHERE id = sqlc.arg(id);
+
+-- name: IssueSnapshot :one
+-- IssueSnapshot reads an issue as bd's GetIssueInTx does before a claim: the
+-- columns types.Issue is built from, the leases overlay and the labels (as a
+-- JSON array, in one statement). The claimed event's old_value is its JSON;
+-- row_lock guards the claim's compare-and-swap. NULL flags read as false and
+-- a NULL metadata as {}, as bd reads them.
+SELECT issues.id, issues.title, issues.description, issues.design, issues.acceptance_criteria, issues.notes,
+       issues.status, issues.priority, issues.issue_type, issues.assignee, issues.estimated_minutes,
+       issues.created_at, issues.created_by, issues.owner, issues.updated_at, issues.started_at, issues.closed_at,
+       issues.external_ref, issues.spec_id,
+       issues.compaction_level, issues.compacted_at, issues.compacted_at_commit, issues.original_size,
+       issues.close_reason, issues.closed_by_session, issues.sender,
+       COALESCE(issues.ephemeral, 0) <> 0 AS ephemeral, COALESCE(issues.no_history, 0) <> 0 AS no_history,
+       issues.wisp_type,
+       COALESCE(issues.pinned, 0) <> 0 AS pinned, COALESCE(issues.is_template, 0) <> 0 AS is_template,
+       issues.await_type, issues.await_id, issues.timeout_ns, issues.waiters,
+       issues.mol_type, issues.event_kind, issues.actor, issues.target, issues.payload,
+       issues.due_at, issues.defer_until, issues.work_type, issues.source_system,
+       COALESCE(issues.metadata, JSON_OBJECT()) AS metadata,
+       issues.row_lock, issues.storage_class, issues.content_hash,
+       leases.lease_expires_at, leases.heartbeat_at, leases.granted_node,
+       CAST((SELECT COALESCE(JSON_ARRAYAGG(labels.label), '[]') FROM labels WHERE labels.issue_id = issues.id) AS JSON) AS labels
+FROM issues LEFT JOIN leases ON leases.issue_id = issues.id
+WHERE issues.id = sqlc.arg(id);

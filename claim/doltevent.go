@@ -1,0 +1,270 @@
+package claim
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/bdclaim/bd-claim/db/dolt"
+)
+
+// What bd v1.3.0 writes into `events` for a claim on a Dolt server, rebuilt
+// byte for byte: old_value is encoding/json of its types.Issue as
+// GetIssueInTx reads it, and the row's id is a UUIDv5 of the row's content
+// (internal/storage/rowid, issueops/derivedid.go).
+
+// doltIssue mirrors bd v1.3.0's types.Issue (internal/types/types.go): every
+// field that encoding/json prints, in the same order with the same tags, so
+// that json.Marshal prints the same bytes. The json:"-" fields are left out;
+// the relational ones (dependencies, comments, bonded_from) are never filled
+// by GetIssueInTx and stay nil.
+type doltIssue struct {
+	ID                 string `json:"id"`
+	Title              string `json:"title"`
+	Description        string `json:"description,omitempty"`
+	Design             string `json:"design,omitempty"`
+	AcceptanceCriteria string `json:"acceptance_criteria,omitempty"`
+	Notes              string `json:"notes,omitempty"`
+	SpecID             string `json:"spec_id,omitempty"`
+	Status             string `json:"status,omitempty"`
+	Priority           int    `json:"priority"`
+	IssueType          string `json:"issue_type,omitempty"`
+	IsBlocked          bool   `json:"is_blocked,omitempty"` // only bd's journal fills it
+	Assignee           string `json:"assignee,omitempty"`
+	Owner              string `json:"owner,omitempty"`
+	EstimatedMinutes   *int   `json:"estimated_minutes,omitempty"`
+
+	CreatedAt       time.Time  `json:"created_at"`
+	CreatedBy       string     `json:"created_by,omitempty"`
+	UpdatedAt       time.Time  `json:"updated_at"`
+	StartedAt       *time.Time `json:"started_at,omitempty"`
+	ClosedAt        *time.Time `json:"closed_at,omitempty"`
+	CloseReason     string     `json:"close_reason,omitempty"`
+	ClosedBySession string     `json:"closed_by_session,omitempty"`
+
+	LeaseExpiresAt   *time.Time `json:"lease_expires_at,omitempty"`
+	HeartbeatAt      *time.Time `json:"heartbeat_at,omitempty"`
+	LeaseGrantedNode string     `json:"lease_granted_node,omitempty"`
+
+	DueAt      *time.Time `json:"due_at,omitempty"`
+	DeferUntil *time.Time `json:"defer_until,omitempty"`
+
+	ExternalRef  *string `json:"external_ref,omitempty"` // a pointer: "" is printed, NULL is not
+	SourceSystem string  `json:"source_system,omitempty"`
+
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+
+	CompactionLevel   int        `json:"compaction_level,omitempty"`
+	CompactedAt       *time.Time `json:"compacted_at,omitempty"`
+	CompactedAtCommit *string    `json:"compacted_at_commit,omitempty"`
+	OriginalSize      int        `json:"original_size,omitempty"`
+
+	Labels       []string          `json:"labels,omitempty"`
+	Dependencies []json.RawMessage `json:"dependencies,omitempty"` // never filled here
+	Comments     []json.RawMessage `json:"comments,omitempty"`     // never filled here
+
+	Sender       string `json:"sender,omitempty"`
+	Ephemeral    bool   `json:"ephemeral,omitempty"`
+	NoHistory    bool   `json:"no_history,omitempty"`
+	WispType     string `json:"wisp_type,omitempty"`
+	StorageClass string `json:"storage_class,omitempty"`
+
+	Pinned     bool `json:"pinned,omitempty"`
+	IsTemplate bool `json:"is_template,omitempty"`
+
+	BondedFrom []json.RawMessage `json:"bonded_from,omitempty"` // never filled here
+
+	AwaitType string        `json:"await_type,omitempty"`
+	AwaitID   string        `json:"await_id,omitempty"`
+	Timeout   time.Duration `json:"timeout,omitempty"` // nanoseconds (timeout_ns)
+	Waiters   []string      `json:"waiters,omitempty"`
+
+	SourceFormula  string `json:"source_formula,omitempty"`  // no column
+	SourceLocation string `json:"source_location,omitempty"` // no column
+
+	MolType  string `json:"mol_type,omitempty"`
+	WorkType string `json:"work_type,omitempty"`
+
+	EventKind string `json:"event_kind,omitempty"`
+	Actor     string `json:"actor,omitempty"`
+	Target    string `json:"target,omitempty"`
+	Payload   string `json:"payload,omitempty"`
+}
+
+// doltIssueOf builds the issue from an IssueSnapshot row as bd's
+// issueops.ScanIssueFrom does. Only labels that are not a JSON array of
+// strings fail, which the server's JSON_ARRAYAGG never produces.
+func doltIssueOf(r dolt.IssueSnapshotRow) (doltIssue, error) {
+	iss := doltIssue{
+		ID: r.ID, Title: r.Title, Description: r.Description, Design: r.Design,
+		AcceptanceCriteria: r.AcceptanceCriteria, Notes: r.Notes, SpecID: r.SpecID.String,
+		Status: r.Status, Priority: int(r.Priority), IssueType: r.IssueType,
+		Assignee: r.Assignee.String, Owner: r.Owner.String, EstimatedMinutes: nullInt(r.EstimatedMinutes),
+		CreatedAt: r.CreatedAt.UTC(), CreatedBy: r.CreatedBy.String, UpdatedAt: r.UpdatedAt.UTC(),
+		StartedAt: nullTime(r.StartedAt), ClosedAt: nullTime(r.ClosedAt),
+		CloseReason: r.CloseReason.String, ClosedBySession: r.ClosedBySession.String,
+		LeaseExpiresAt: nullTime(r.LeaseExpiresAt), HeartbeatAt: nullTime(r.HeartbeatAt), LeaseGrantedNode: r.GrantedNode.String,
+		DueAt: nullTime(r.DueAt), DeferUntil: nullTime(r.DeferUntil),
+		ExternalRef: nullString(r.ExternalRef), SourceSystem: r.SourceSystem.String,
+		CompactionLevel: int(r.CompactionLevel.Int32), CompactedAt: nullTime(r.CompactedAt),
+		CompactedAtCommit: nullString(r.CompactedAtCommit), OriginalSize: int(r.OriginalSize.Int32),
+		Sender: r.Sender.String, Ephemeral: r.Ephemeral, NoHistory: r.NoHistory, WispType: r.WispType.String,
+		StorageClass: r.StorageClass.String, Pinned: r.Pinned, IsTemplate: r.IsTemplate,
+		AwaitType: r.AwaitType.String, AwaitID: r.AwaitID.String, Timeout: time.Duration(r.TimeoutNs.Int64),
+		Waiters: jsonStrings(r.Waiters.String), MolType: r.MolType.String, WorkType: r.WorkType.String,
+		EventKind: r.EventKind.String, Actor: r.Actor.String, Target: r.Target.String, Payload: r.Payload.String,
+	}
+	if string(r.Metadata) != "{}" {
+		iss.Metadata = r.Metadata
+	}
+	if err := json.Unmarshal(r.Labels, &iss.Labels); err != nil {
+		return doltIssue{}, fmt.Errorf("labels of %s: %w", r.ID, err)
+	}
+	// bd reads them ORDER BY label; the utf8mb4_0900_bin collation orders by
+	// code point, which is Go's byte order for UTF-8.
+	slices.Sort(iss.Labels)
+	return iss, nil
+}
+
+// nullTime is a nullable DATETIME as bd holds it; UTC whatever the
+// connection's loc, as bd's connection reads it (times print with "Z").
+func nullTime(v sql.NullTime) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := v.Time.UTC()
+	return &t
+}
+
+func nullString(v sql.NullString) *string {
+	if !v.Valid {
+		return nil
+	}
+	return &v.String
+}
+
+// jsonStrings is bd's ParseJSONStringArray: nil unless the text is a JSON
+// array of strings (a partly decoded array is dropped too).
+func jsonStrings(s string) []string {
+	var a []string
+	if json.Unmarshal([]byte(s), &a) != nil {
+		return nil
+	}
+	return a
+}
+
+func nullInt(v sql.NullInt32) *int {
+	if !v.Valid {
+		return nil
+	}
+	n := int(v.Int32)
+	return &n
+}
+
+// eventJSON is the issue as bd's events old_value holds it. bd ignores a
+// Marshal error (then storing ""), as here; only an invalid metadata text
+// could cause one, and the server's JSON column holds valid JSON.
+func (iss doltIssue) eventJSON() string {
+	b, _ := json.Marshal(iss)
+	return string(b)
+}
+
+// claimedNewValue is a claim event's new_value: bd marshals a map, whose
+// keys encoding/json sorts.
+func claimedNewValue(actor string) string {
+	b, _ := json.Marshal(map[string]string{"assignee": actor, "status": "in_progress"})
+	return string(b)
+}
+
+// doltEvent is an events row's content, the fields bd derives the row's id
+// from (issueops.AuxEvent).
+type doltEvent struct {
+	IssueID, Type, Actor        string
+	OldValue, NewValue, Comment sql.NullString
+	CreatedAt                   time.Time // whole seconds: bind this, not a finer time
+}
+
+// claimedEvent is the event bd records for a claim of an issue by actor at
+// now, given the issue as it was (doltIssue.eventJSON). bd stamps created_at
+// separately from the issue's updated_at, truncated to the second (where the
+// server rounds updated_at), so the two can differ by a second.
+func claimedEvent(issueID, actor, oldValue string, now time.Time) doltEvent {
+	return doltEvent{
+		IssueID: issueID, Type: "claimed", Actor: actor,
+		OldValue:  sql.NullString{String: oldValue, Valid: true},
+		NewValue:  sql.NullString{String: claimedNewValue(actor), Valid: true},
+		CreatedAt: now.UTC().Truncate(time.Second),
+	}
+}
+
+// auxTimeLayout is how created_at enters the digest (and how bd binds it).
+const auxTimeLayout = "2006-01-02 15:04:05"
+
+// eventNamespace is bd's fixed UUIDv5 namespace for the ids of its events,
+// comments and snapshots (rowid.Namespace): 92da14b5-20a8-5252-8eb2-3839e97b2156.
+const eventNamespace = "\x92\xda\x14\xb5\x20\xa8\x52\x52\x8e\xb2\x38\x39\xe9\x7b\x21\x56"
+
+// digest is rowid.Digest of the row: hex SHA-256 over the seven fields, each
+// "n" when NULL, else "v<byte length>:<bytes>".
+func (e doltEvent) digest() string {
+	h := sha256.New()
+	for _, f := range []sql.NullString{
+		{String: e.IssueID, Valid: true}, {String: e.Type, Valid: true}, {String: e.Actor, Valid: true},
+		e.OldValue, e.NewValue, e.Comment,
+		{String: e.CreatedAt.UTC().Format(auxTimeLayout), Valid: true},
+	} {
+		if !f.Valid {
+			h.Write([]byte("n"))
+			continue
+		}
+		h.Write([]byte("v" + strconv.Itoa(len(f.String)) + ":" + f.String))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// eventID is the id bd gives the row in table (events or wisp_events) at an
+// ordinal: the RFC 4122 UUIDv5 of table, ordinal and digest joined by 0x1F.
+func eventID(table string, e doltEvent, ordinal int) string {
+	h := sha1.New()
+	h.Write([]byte(eventNamespace + table + "\x1f" + strconv.Itoa(ordinal) + "\x1f" + e.digest()))
+	u := h.Sum(nil)[:16]
+	u[6] = u[6]&0x0f | 0x50 // version 5
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	x := hex.EncodeToString(u)
+	return x[:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:]
+}
+
+// firstFreeEventID is the id at the lowest ordinal that none of taken (the
+// ids of the rows with the same content) holds, as bd picks it. Older random
+// ids in taken never collide, so this ends within len(taken)+1 tries.
+func firstFreeEventID(table string, e doltEvent, taken []string) string {
+	for ordinal := 0; ; ordinal++ {
+		if id := eventID(table, e, ordinal); !slices.Contains(taken, id) {
+			return id
+		}
+	}
+}
+
+// newEventID is the id bd would give the row if it inserted it now, in the
+// events table, through q (the claim's transaction).
+func newEventID(ctx context.Context, q dolt.DBTX, e doltEvent) (string, error) {
+	raw, err := dolt.New().EventIDsSameContent(ctx, q, dolt.EventIDsSameContentParams{
+		IssueID: e.IssueID, EventType: e.Type, Actor: e.Actor,
+		OldValue: e.OldValue, NewValue: e.NewValue, Comment: e.Comment, CreatedAt: e.CreatedAt.UTC().Truncate(time.Second),
+	})
+	if err != nil {
+		return "", err
+	}
+	var taken []string
+	if err := json.Unmarshal(raw, &taken); err != nil {
+		return "", fmt.Errorf("ids of same-content events: %w", err)
+	}
+	return firstFreeEventID("events", e, taken), nil
+}
