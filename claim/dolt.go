@@ -208,11 +208,12 @@ func (t *txn) doltEvent(id, eventType, actor string, oldValue, newValue, comment
 // from the compare-and-swap and the commit.
 type doltWriter struct {
 	*sql.Conn
-	h     db.DBTX // the connection, as the Store's queries see it
-	s     *Store
-	ctx   context.Context
-	name  string
-	taken bool
+	h      db.DBTX // the connection, as the Store's queries see it
+	s      *Store
+	ctx    context.Context
+	name   string
+	taken  bool
+	broken bool // its connection broke in the SQL COMMIT
 }
 
 func (s *Store) doltWriter(ctx context.Context) (*doltWriter, error) {
@@ -231,6 +232,22 @@ func (s *Store) doltWriter(ctx context.Context) (*doltWriter, error) {
 	}
 	w.taken = taken == 1
 	return w, nil
+}
+
+// reconnect replaces a broken connection (whose lock the server freed
+// when it closed) with a new one, without the lock.
+func (w *doltWriter) reconnect() error {
+	_ = w.Conn.Raw(func(any) error { return driver.ErrBadConn })
+	w.Conn.Close()
+	conn, err := w.s.conn.Conn(w.ctx)
+	if err != nil {
+		return err
+	}
+	w.Conn, w.h, w.taken, w.broken = conn, conn, false, false
+	if w.s.faults != nil {
+		w.h = w.s.faults(w.h)
+	}
+	return nil
 }
 
 // done hands the lock on and gives the connection back. A connection whose
@@ -254,6 +271,13 @@ func (w *doltWriter) done() {
 func (s *Store) doltCommit(ctx context.Context, w *doltWriter, message, doing string) error {
 	var err error
 	for try := 1; ; try++ {
+		if w.broken {
+			// The SQL COMMIT's connection broke (and the write was found
+			// to have landed): record it on a new one.
+			if err = w.reconnect(); err != nil {
+				break
+			}
+		}
 		err = s.dq.DoltAddIssues(ctx, w.h)
 		if err == nil {
 			err = s.dq.DoltCommit(ctx, w.h, dolt.DoltCommitParams{Message: message, Author: doltAuthor})
@@ -404,9 +428,15 @@ func lostCommit(err error) bool {
 // (and is reported, and Dolt-committed); else err, the lost commit, stands
 // and nothing was written.
 func (s *Store) landed(ctx context.Context, t *txn, err error) error {
-	lock, rerr := s.dq.IssueRowLock(ctx, s.conn, t.landed.id)
-	if rerr == nil && lock == t.landed.rowLock {
-		return nil
+	for look := range 2 {
+		if look > 0 {
+			// The server may still be running the COMMIT of the broken
+			// session: look once more after a while.
+			time.Sleep(200 * time.Millisecond)
+		}
+		if lock, rerr := s.dq.IssueRowLock(ctx, s.conn, t.landed.id); rerr == nil && lock == t.landed.rowLock {
+			return nil
+		}
 	}
 	return err
 }

@@ -135,6 +135,9 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 				seen := &atomic.Int64{}
 				s.faults = func(h db.DBTX) db.DBTX { return faulty{DBTX: h, seen: seen, fail: fail, log: &log} }
 				err := tc.op(s, id, label)
+				if seen.Load() < fail {
+					assert.NilError(t, err, "the clean run")
+				}
 				if err == nil {
 					assert.Assert(t, fail > 1, "the clean run ran no statement")
 					return

@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"fmt"
 
 	sq "github.com/Masterminds/squirrel"
 )
@@ -28,14 +29,19 @@ func (s *Store) Explain(ctx context.Context, req Request) (Explanation, error) {
 	e := Explanation{Excluded: map[string]int{}, MaxHeld: req.MaxHeld}
 	err := s.look(ctx, "explain the claim", func(t *txn) error {
 		spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now)
-		b := sq.Select().From("issues i").Where("i.status IN ('open', 'in_progress')").
-			Column("COALESCE(sum(i.status = 'open'), 0)").
-			Column(sq.Expr("COALESCE(sum(CASE WHEN ? THEN 1 ELSE 0 END), 0)", spec.rules[0].pred)).
-			Column(sq.Expr("COALESCE(sum(CASE WHEN ? THEN 1 ELSE 0 END), 0)", spec.where()))
+		// One 0/1 column per rule and issue, summed outside: Dolt refuses
+		// a subquery inside an aggregate (only_full_group_by).
+		inner := sq.Select().From("issues i").Where("i.status IN ('open', 'in_progress')").
+			Column("CASE WHEN i.status = 'open' THEN 1 ELSE 0 END AS o").
+			Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END AS s", spec.rules[0].pred)).
+			Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END AS w", spec.where()))
+		outer := sq.Select("COALESCE(sum(x.o), 0)", "COALESCE(sum(x.s), 0)", "COALESCE(sum(x.w), 0)")
 		rules := spec.rules[1:] // every rule but status: the count is of open issues
-		for _, r := range rules {
-			b = b.Column(sq.Expr("COALESCE(sum(CASE WHEN i.status = 'open' AND NOT COALESCE(?, 0) THEN 1 ELSE 0 END), 0)", r.pred))
+		for i, r := range rules {
+			inner = inner.Column(sq.Expr(fmt.Sprintf("CASE WHEN i.status = 'open' AND NOT COALESCE(?, 0) THEN 1 ELSE 0 END AS r%d", i), r.pred))
+			outer = outer.Column(fmt.Sprintf("COALESCE(sum(x.r%d), 0)", i))
 		}
+		b := outer.FromSelect(inner, "x")
 		var withExpired int
 		counts := make([]int, len(rules))
 		dest := []any{&e.Open, &withExpired, &e.Claimable}

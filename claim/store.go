@@ -176,6 +176,7 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 		return fn(t)
 	})
 	if err != nil && t != nil && t.landed != nil && lostCommit(err) {
+		conn.(*doltWriter).broken = true
 		err = s.landed(ctx, t, err)
 	}
 	if err != nil {

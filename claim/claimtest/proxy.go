@@ -85,7 +85,6 @@ func (p *Proxy) serve(client net.Conn, target string) {
 		chunk := buf[:n]
 		if bytes.Contains(chunk, p.Trigger) && p.Cut.CompareAndSwap(false, true) {
 			close(cut)
-			client.Close()
 			if p.Forward {
 				_, _ = server.Write(chunk)
 				select { // the server has run it once it answers
@@ -93,7 +92,7 @@ func (p *Proxy) serve(client net.Conn, target string) {
 				case <-time.After(30 * time.Second):
 				}
 			}
-			return
+			return // closes the client's connection
 		}
 		if _, err := server.Write(chunk); err != nil {
 			return
