@@ -7,8 +7,8 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
+	"math"
 	mrand "math/rand/v2"
 	"net"
 	"strings"
@@ -52,6 +52,10 @@ func openDolt(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	s := &Store{Workspace: ws, flavor: doltFlavor(), conn: conn, dq: dolt.New(), queues: queues{}, lockWait: lockWait(o.BusyTimeout),
 		now: o.Now, retry: db.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}, policy: *o.Policy, retryable: doltRetryable}
 	v, err := s.dq.SchemaMigrationsMax(ctx, conn)
+	if dolt.Number(err) == dolt.NumNoSuchTable {
+		conn.Close()
+		return nil, Errorf(ESchema, "%s is not a Beads database (it has no schema_migrations table): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE", ws.Dolt)
+	}
 	if err != nil {
 		conn.Close()
 		return nil, classify(err, "read the schema version of "+ws.Dolt.String())
@@ -97,7 +101,7 @@ func doltCode(err error) (Code, string, bool) {
 	switch n := dolt.Number(err); {
 	case n == dolt.NumAccessDenied || n == dolt.NumDBAccessDenied:
 		return EAccess, "the Dolt server refused the login: check the user (BEADS_DOLT_SERVER_USER) and the password (BEADS_DOLT_PASSWORD or bd's credentials file)", true
-	case n == dolt.NumTableDenied || n == dolt.NumProcDenied || n == dolt.NumReadOnly:
+	case n == dolt.NumTableDenied || n == dolt.NumProcDenied || n == dolt.NumReadOnly || (n == dolt.NumUnknown && strings.Contains(err.Error(), "denied to user")):
 		return EAccess, "the Dolt server does not let this user write (a read-only user can only --dry-run)", true
 	case n == dolt.NumUnknownDB:
 		return EDBNotFound, "no such database on the Dolt server (bd-claim never creates one): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE", true
@@ -120,7 +124,7 @@ func (t *txn) doltClaimState(id string) (claimEvent, error) {
 		}
 		return claimEvent{}, err
 	}
-	c := claimEvent{IssueID: st.ID, Status: st.Status, Holder: st.Assignee, ID: st.RowLock}
+	c := claimEvent{IssueID: st.ID, Status: st.Status, Holder: st.Assignee, ID: claimIDOf(st.RowLock)}
 	if st.Holder.Valid && st.Holder.String == st.Assignee && st.Status == "in_progress" {
 		c.Actor = st.Holder.String
 		c.Until = st.LeaseExpiresAt.Time.UTC().Format(leaseTime)
@@ -301,16 +305,19 @@ func (s *Store) doltCommit(ctx context.Context, w *doltWriter, message, doing st
 	return nil
 }
 
-// newRowLock is bd's fresh row_lock: 8 random bytes as a little-endian
-// int64, never 0.
+// newRowLock is a fresh row_lock as bd makes one (8 random bytes as a
+// little-endian int64, never 0), kept positive: it is the claim's id,
+// which the JSON contract promises to be a positive number.
 func newRowLock() int64 {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	if v := int64(binary.LittleEndian.Uint64(b[:])); v != 0 {
-		return v
-	}
-	return 1
+	return claimIDOf(int64(binary.LittleEndian.Uint64(b[:])))
 }
+
+// claimIDOf is the claim id of an issue whose row_lock is v: v with its
+// sign bit cleared (bd's own row_locks are negative half the time), 1
+// for 0.
+func claimIDOf(v int64) int64 { return max(v&math.MaxInt64, 1) }
 
 // errChanged is a compare-and-swap that matched no row: the issue changed
 // since this transaction's snapshot. The whole transaction is tried again,
@@ -378,8 +385,8 @@ func (t *txn) doltRelease(req ReleaseRequest, c claimEvent) (Released, error) {
 	if req.Reason != "" {
 		comment = text(releasedPrefix + req.Reason)
 	}
-	newValue, _ := json.Marshal(map[string]string{"assignee": "", "status": "open"})
-	if err := t.doltEvent(req.ID, "unclaimed", req.Agent, text(r.dolt.json), text(string(newValue)), comment); err != nil {
+	newValue := `{"assignee":"","status":"open"}` // bd marshals map[string]string, keys sorted
+	if err := t.doltEvent(req.ID, "unclaimed", req.Agent, text(r.dolt.json), text(newValue), comment); err != nil {
 		return Released{}, err
 	}
 	t.commit = "bd: unclaim " + req.ID

@@ -104,8 +104,9 @@ func TestDoltCLILifecycle(t *testing.T) {
 	r = doltRun(t, w, "release", "--agent", "agent-1", "--id", a.ID, "--claim-id", "12345")
 	assert.Equal(t, r.ExitCode, 7, r.Combined())
 	doltRun(t, w, "release", "--agent", "agent-1", "--id", a.ID, "--claim-id", strconv.FormatInt(out.ClaimID, 10), "--reason", "later").Assert(t, icmd.Success)
-	w.JSON(&shown, "show", a.ID)
-	assert.Equal(t, shown[0].Status+"/"+shown[0].Assignee, "open/")
+	var after []struct{ Status, Assignee string }
+	w.JSON(&after, "show", a.ID)
+	assert.Equal(t, after[0].Status+"/"+after[0].Assignee, "open/")
 
 	for _, args := range [][]string{{"stats"}, {"reap"}, {"--agent", "x", "--wait", "1s"}, {"release", "--agent", "agent-1", "--id", a.ID, "--failed"}} {
 		r := doltRun(t, w, args...)
@@ -127,7 +128,13 @@ func TestDoltCLIBadConnections(t *testing.T) {
 		_, err := conn.Exec(stmt)
 		assert.NilError(t, err)
 	}
-	env := func(kv ...string) []string { return append(slices.Clone(w.Env), kv...) }
+	env := func(kv ...string) []string {
+		e := slices.Clone(w.Env)
+		for i := 0; i+1 < len(kv); i += 2 {
+			e = append(e, kv[i]+"="+kv[i+1])
+		}
+		return e
+	}
 	for _, tc := range []struct {
 		name string
 		env  []string

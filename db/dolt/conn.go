@@ -26,6 +26,7 @@ const (
 	NumTableDenied    = 1142 // a command (an UPDATE, an INSERT) the user may not run
 	NumProcDenied     = 1370 // a procedure (DOLT_COMMIT) the user may not run
 	NumUnknownDB      = 1049 // no such database
+	NumNoSuchTable    = 1146 // no such table
 	NumLockWait       = 1205 // lock wait timeout
 	NumSerialization  = 1213 // Dolt: a concurrent transaction committed a conflicting write
 	NumUnknown        = 1105 // Dolt's catch-all, also "Merge conflict detected, @autocommit transaction rolled back"
