@@ -335,20 +335,36 @@ func (t *txn) heldCount(agent string) (int64, error) {
 	return t.q.IssueHeldCount(t.ctx, t.conn, agent)
 }
 
-// doltNext finds the issue to claim. The first try takes the first
-// candidate in claim order; a try after a conflict (another claim took
-// that issue first) takes one of the first 2^(try-1) candidates, up to 32,
-// at random: agents that start together would otherwise all race for the
-// same issue again, and only one of them can win each round.
+// doltNext finds the issue to claim: at random, one of the first
+// doltSpread candidates in claim order that share the first one's
+// priority (never a less urgent issue while a more urgent one is ready).
+// bd's own `bd ready --claim` goes for the first candidate, and Dolt lets
+// only one of two transactions that write the same row commit: taking the
+// head every time would make bd lose round after round (it gives up after
+// 15 s). A dry run reports the first candidate.
 func (t *txn) doltNext(spec readySpec) (string, bool, error) {
-	k := uint64(1) << min(max(t.try-1, 0), 5) // a dry run (try 0) looks at the first
+	k := uint64(doltSpread)
+	if t.try == 0 {
+		k = 1
+	}
 	var ids []string
 	var id string
-	if err := t.each(spec.candidates().Limit(k), []any{&id}, func() { ids = append(ids, id) }); err != nil || len(ids) == 0 {
+	var priority, first int
+	if err := t.each(spec.candidates().Column("i.priority").Limit(k), []any{&id, &priority}, func() {
+		if len(ids) == 0 {
+			first = priority
+		}
+		if priority == first {
+			ids = append(ids, id)
+		}
+	}); err != nil || len(ids) == 0 {
 		return "", false, err
 	}
 	return ids[mrand.IntN(len(ids))], true, nil
 }
+
+// doltSpread is how many of the first candidates a Dolt claim picks from.
+const doltSpread = 8
 
 // doltRead reads issue id for a write: the contract's fields, and the
 // row_lock and bd's JSON of the issue for the compare-and-swap and the

@@ -1,0 +1,254 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/icmd"
+
+	"github.com/bdclaim/bd-claim/claim/claimtest"
+)
+
+// issueCells reads every column of an issue as text, by name.
+func issueCells(t *testing.T, w *claimtest.DoltWorkspace, id string) map[string]string {
+	t.Helper()
+	rows, err := w.DB(t).Query("SELECT * FROM issues WHERE id = ?", id)
+	assert.NilError(t, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	assert.NilError(t, err)
+	assert.Assert(t, rows.Next(), "no issue %s", id)
+	vals := make([]any, len(cols))
+	for i := range vals {
+		vals[i] = new(any)
+	}
+	assert.NilError(t, rows.Scan(vals...))
+	out := map[string]string{}
+	for i, c := range cols {
+		out[c] = fmt.Sprint(*(vals[i].(*any)))
+	}
+	return out
+}
+
+func changed(before, after map[string]string) []string {
+	var out []string
+	for k, v := range after {
+		if before[k] != v {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Twins: one issue claimed by bd-claim --id, its twin by `bd update
+// --claim`, as the same agent. The same cells change, the leases rows and
+// the claimed events have the same shape (old_value the same keys,
+// new_value equal, the id bd's derivation), and each claim is one Dolt
+// commit of the issues table by bd's author, of one row and five cells.
+func TestDoltTwins(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "twin")
+	var a, b struct{ ID string }
+	w.JSON(&a, "create", "twin", "-p", "1", "-l", "backend", "-l", "urgent", "-d", "the same description")
+	w.JSON(&b, "create", "twin", "-p", "1", "-l", "backend", "-l", "urgent", "-d", "the same description")
+	beforeA, beforeB := issueCells(t, w, a.ID), issueCells(t, w, b.ID)
+	time.Sleep(1100 * time.Millisecond) // a later second: updated_at changes
+	w.As("agent-1").OK("update", a.ID, "--claim", "--json")
+	time.Sleep(1100 * time.Millisecond) // another second: the commits and events tell apart
+	doltRun(t, w, "--agent", "agent-1", "--id", b.ID).Assert(t, icmd.Success)
+	afterA, afterB := issueCells(t, w, a.ID), issueCells(t, w, b.ID)
+	assert.DeepEqual(t, changed(beforeA, afterA), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
+	assert.DeepEqual(t, changed(beforeB, afterB), changed(beforeA, afterA))
+	for _, c := range []string{"assignee", "status", "content_hash", "is_blocked"} {
+		assert.Equal(t, afterB[c], afterA[c], c)
+	}
+
+	conn := w.DB(t)
+	type lease struct {
+		Holder, Node string
+		TTL          int
+	}
+	leaseOf := func(id string) lease {
+		var l lease
+		assert.NilError(t, conn.QueryRow("SELECT holder, granted_node, TIMESTAMPDIFF(SECOND, granted_at, lease_expires_at) FROM leases WHERE issue_id = ?", id).Scan(&l.Holder, &l.Node, &l.TTL))
+		return l
+	}
+	la, lb := leaseOf(a.ID), leaseOf(b.ID)
+	assert.Equal(t, la, lease{"agent-1", "", 300})
+	assert.Assert(t, lb.Holder == "agent-1" && lb.Node == "" && lb.TTL >= 300 && lb.TTL <= 301, "%+v", lb)
+
+	type event struct {
+		Type, Actor, Old, New string
+		Comment               *string
+	}
+	eventOf := func(id string) event {
+		var e event
+		assert.NilError(t, conn.QueryRow("SELECT event_type, actor, old_value, new_value, comment FROM events WHERE issue_id = ? AND event_type = 'claimed'", id).
+			Scan(&e.Type, &e.Actor, &e.Old, &e.New, &e.Comment))
+		return e
+	}
+	ea, eb := eventOf(a.ID), eventOf(b.ID)
+	assert.Equal(t, eb.Type+"/"+eb.Actor+"/"+eb.New, ea.Type+"/"+ea.Actor+"/"+ea.New)
+	assert.Assert(t, ea.Comment == nil && eb.Comment == nil)
+	keys := func(s string) []string {
+		var m map[string]any
+		assert.NilError(t, json.Unmarshal([]byte(s), &m))
+		var k []string
+		for key := range m {
+			k = append(k, key)
+		}
+		slices.Sort(k)
+		return k
+	}
+	assert.DeepEqual(t, keys(eb.Old), keys(ea.Old))
+
+	type commit struct{ Message, Committer, Email string }
+	var commits []commit
+	rows, err := conn.Query("SELECT message, committer, email FROM dolt_log LIMIT 2")
+	assert.NilError(t, err)
+	for rows.Next() {
+		var c commit
+		assert.NilError(t, rows.Scan(&c.Message, &c.Committer, &c.Email))
+		commits = append(commits, c)
+	}
+	assert.NilError(t, rows.Err())
+	assert.DeepEqual(t, commits, []commit{{"bd: update " + b.ID, "beads", "beads@local"}, {"bd: update " + a.ID, "beads", "beads@local"}})
+	for _, r := range []string{"HEAD~1", "HEAD"} {
+		var table string
+		var rowsModified, cells int
+		assert.NilError(t, conn.QueryRow("SELECT table_name, rows_modified, cells_modified FROM dolt_diff_stat('"+r+"~1', '"+r+"')").Scan(&table, &rowsModified, &cells))
+		assert.Equal(t, fmt.Sprintf("%s %d %d", table, rowsModified, cells), "issues 1 5", r)
+	}
+}
+
+// Leases interoperate both ways: bd heartbeats and unclaims bd-claim's
+// claims and closes them; bd-claim heartbeats and releases bd's.
+func TestDoltLeaseInterop(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "lease")
+	conn := w.DB(t)
+	ids := make([]string, 3)
+	for i := range ids {
+		var out struct{ ID string }
+		w.JSON(&out, "create", fmt.Sprint("issue ", i), "-p", "2")
+		ids[i] = out.ID
+	}
+	expires := func(id string) (s string) {
+		assert.NilError(t, conn.QueryRow("SELECT CAST(lease_expires_at AS CHAR) FROM leases WHERE issue_id = ?", id).Scan(&s))
+		return s
+	}
+	leases := func(id string) int { return claimtest.Count(t, conn, "SELECT count(*) FROM leases WHERE issue_id = ?", id) }
+
+	// bd-claim's claim with a short lease: bd's heartbeat renews it to 5 minutes, bd unclaims it.
+	doltRun(t, w, "--agent", "agent-2", "--id", ids[0], "--lease", "1m").Assert(t, icmd.Success)
+	short := expires(ids[0])
+	w.As("agent-2").OK("heartbeat", ids[0])
+	assert.Assert(t, expires(ids[0]) > short, "%s after %s", expires(ids[0]), short)
+	w.As("agent-2").OK("unclaim", ids[0])
+	var status, assignee string
+	assert.NilError(t, conn.QueryRow("SELECT status, COALESCE(assignee, '') FROM issues WHERE id = ?", ids[0]).Scan(&status, &assignee))
+	assert.Equal(t, status+"/"+assignee, "open/")
+	assert.Equal(t, leases(ids[0]), 0)
+
+	// bd's claim: bd-claim heartbeats it (by the lease's own length) and releases it.
+	w.As("agent-3").OK("update", ids[1], "--claim")
+	before := expires(ids[1])
+	time.Sleep(1100 * time.Millisecond)
+	doltRun(t, w, "heartbeat", "--agent", "agent-3", "--id", ids[1]).Assert(t, icmd.Success)
+	assert.Assert(t, expires(ids[1]) > before)
+	r := doltRun(t, w, "release", "--agent", "agent-4", "--id", ids[1])
+	assert.Equal(t, r.ExitCode, 7, r.Combined())
+	doltRun(t, w, "release", "--agent", "agent-3", "--id", ids[1]).Assert(t, icmd.Success)
+	assert.Equal(t, leases(ids[1]), 0)
+	var shown []struct{ Status, Assignee string }
+	w.JSON(&shown, "show", ids[1])
+	assert.Equal(t, shown[0].Status+"/"+shown[0].Assignee, "open/")
+
+	// bd closes bd-claim's claim: the lease goes with it; bd ready no longer lists it.
+	doltRun(t, w, "--agent", "agent-5", "--id", ids[2]).Assert(t, icmd.Success)
+	w.As("agent-5").OK("close", ids[2], "--reason", "done")
+	assert.Equal(t, leases(ids[2]), 0)
+	var ready []struct{ ID string }
+	w.JSON(&ready, "ready")
+	assert.Assert(t, !slices.ContainsFunc(ready, func(i struct{ ID string }) bool { return i.ID == ids[2] }))
+	hist := w.OK("history", ids[2]).Stdout()
+	assert.Assert(t, strings.Contains(hist, "[P2 - in_progress]") && strings.Contains(hist, "[P2 - closed]"), "bd history shows bd-claim's commit:\n%s", hist)
+}
+
+// bd-claim and `bd ready --claim` race for the same issues, from two
+// clones of one repository pointing at the same server, as two machines
+// would: no issue is held twice, and every bd process either claims or
+// finds nothing (bd gives up after 15 s of conflicts; it must not).
+func TestDoltRaceWithBd(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "mix")
+	conn := w.DB(t)
+	doltIssues(t, conn, w.Prefix, 30)
+	clone := &claimtest.DoltWorkspace{Server: w.Server, Dir: t.TempDir(), Prefix: w.Prefix, Database: w.Database, Env: w.Env}
+	assert.NilError(t, os.MkdirAll(filepath.Join(clone.Dir, ".beads"), 0o755))
+	for _, f := range []string{"metadata.json", "dolt-server.port", "config.yaml"} {
+		claimtest.CopyFile(t, filepath.Join(w.Dir, ".beads", f), filepath.Join(clone.Dir, ".beads", f))
+	}
+	icmd.RunCmd(icmd.Command("git", "init", "-q"), icmd.Dir(clone.Dir)).Assert(t, icmd.Success)
+
+	var mu sync.Mutex
+	claims := map[string][]string{}
+	bdGaveUp := 0
+	var wg sync.WaitGroup
+	for p := range 12 {
+		wg.Go(func() { // bd-claim, each process in the clone or the workspace, until nothing is left
+			dir := []*claimtest.DoltWorkspace{w, clone}[p%2]
+			agent := fmt.Sprint("claim-", p)
+			for {
+				r := doltRun(t, dir, "--agent", agent, "--quiet")
+				if r.ExitCode != 0 {
+					assert.Check(t, r.ExitCode == 3, r.Combined())
+					return
+				}
+				var out struct{ Issue struct{ ID string } }
+				assert.Check(t, json.Unmarshal([]byte(r.Stdout()), &out))
+				mu.Lock()
+				claims[out.Issue.ID] = append(claims[out.Issue.ID], agent)
+				mu.Unlock()
+			}
+		})
+		wg.Go(func() { // bd ready --claim, once per process, as bd's users run it
+			agent := fmt.Sprint("bd-", p)
+			r := w.As(agent).Bd("ready", "--claim", "--json")
+			var out []struct{ ID string }
+			switch {
+			case r.ExitCode == 0:
+				assert.Check(t, json.Unmarshal([]byte(r.Stdout()), &out), r.Stdout())
+			case strings.Contains(r.Stdout(), "Error 1213"):
+				// bd gave up after 15 s of serialization failures: on a
+				// loaded 2-core machine it does so without bd-claim too
+				// (see BENCHMARKS.md); counted, not hidden.
+				mu.Lock()
+				bdGaveUp++
+				mu.Unlock()
+			default:
+				t.Errorf("bd ready --claim: %s", r.Combined())
+			}
+			mu.Lock()
+			for _, i := range out {
+				claims[i.ID] = append(claims[i.ID], agent)
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	t.Logf("bd ready --claim processes that gave up: %d of 12", bdGaveUp)
+	assert.Equal(t, len(claims), 30)
+	for id, agents := range claims {
+		assert.Equal(t, len(agents), 1, "%s claimed by %v", id, agents)
+		var assignee string
+		assert.NilError(t, conn.QueryRow("SELECT assignee FROM issues WHERE id = ?", id).Scan(&assignee))
+		assert.Equal(t, assignee, agents[0])
+	}
+}
