@@ -144,7 +144,9 @@ func TestDoltLeaseInterop(t *testing.T) {
 		assert.NilError(t, conn.QueryRow("SELECT CAST(lease_expires_at AS CHAR) FROM leases WHERE issue_id = ?", id).Scan(&s))
 		return s
 	}
-	leases := func(id string) int { return claimtest.Count(t, conn, "SELECT count(*) FROM leases WHERE issue_id = ?", id) }
+	leases := func(id string) int {
+		return claimtest.Count(t, conn, "SELECT count(*) FROM leases WHERE issue_id = ?", id)
+	}
 
 	// bd-claim's claim with a short lease: bd's heartbeat renews it to 5 minutes, bd unclaims it.
 	doltRun(t, w, "--agent", "agent-2", "--id", ids[0], "--lease", "1m").Assert(t, icmd.Success)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build the real Beads CLI v1.3.0 and dolt 2.2.0 from the pinned module tools/dolt-v1.3.0
-# (groundwork for the Dolt backend, issue 9; nothing in make test/verify/bench uses them yet).
+# Build the real Beads CLI v1.3.0 and dolt 2.2.0 from the pinned module tools/dolt-v1.3.0:
+# the Dolt (server mode) tests run them (make test), and make verify vendors the schema with them.
 # Usage: scripts/build-dolt.sh   -> prints the two binary paths (.bin/bd-v1.3.0, .bin/dolt-2.2.0)
 # Rebuilds a binary only when it is missing or older than tools/dolt-v1.3.0/go.sum.
 # Both need cgo: gcc/g++ and libicu-dev (go-icu-regex links libicui18n/libicuuc/libicudata);

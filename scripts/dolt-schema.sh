@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Vendor the schema that the real bd v1.3.0 creates in server mode (groundwork for the Dolt
-# backend, issue 9; nothing in make test/verify uses it yet):
+# Vendor the schema that the real bd v1.3.0 creates in server mode (sqlc's mysql engine
+# compiles sql/dolt/queries against it; make verify runs --check):
 #   sql/dolt/bd-v1.3.0.sql  ==  `SHOW CREATE TABLE` of every table (sorted by name) of the
 #   database that `bd init --server` makes on a fresh dolt 2.2.0 sql-server, one
 #   `CREATE TABLE ...;` per table (the form sqlc's mysql engine reads), plus comments naming
