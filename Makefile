@@ -25,7 +25,7 @@ bd: ## build the real bd (every tools/bd-v*) that the interop tests drive
 
 test: bd dolt ## every test with -race (the Dolt ones against a real dolt sql-server), then the 100% statement coverage gate
 	rm -rf $(COVER) && mkdir -p $(COVER)/data
-	$(GO) test -race -count=1 -coverpkg=$(COVERPKG) ./... -args -test.gocoverdir=$(COVER)/data
+	$(GO) test -race -count=1 -timeout 40m -coverpkg=$(COVERPKG) ./... -args -test.gocoverdir=$(COVER)/data
 	$(GO) tool covdata textfmt -i=$(COVER)/data -o $(COVER)/cover.out
 	$(GO) tool cover -func=$(COVER)/cover.out > $(COVER)/func.txt
 	@awk '$$NF != "100.0%" {print "not covered:", $$0; bad=1} END {exit bad}' $(COVER)/func.txt || \
@@ -51,9 +51,10 @@ dolt: ## build bd v1.3.0 and dolt 2.2.0 (cgo, libicu) that the Dolt (server mode
 	scripts/build-dolt.sh >/dev/null
 
 .PHONY: bench
-bench: ## build bd-claim, the newest bd and a hello-world, print the benchmark table (BENCH_FLAGS='-quick', '-write', '-runs N')
+bench: ## build bd-claim, the newest bd, bd v1.3.0 + dolt and a hello-world, print the benchmark table (BENCH_FLAGS='-quick', '-write', '-runs N')
 	$(GO) build -o .bin/bd-claim .
 	scripts/build-bd.sh $(BD_NEWEST) >/dev/null
+	scripts/build-dolt.sh >/dev/null
 	$(GO) run ./scripts/bench -bin .bin/bd-claim -bd .bin/bd-$(BD_NEWEST) $(BENCH_FLAGS)
 
 clean:

@@ -64,12 +64,10 @@ func openDolt(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 		conn.Close()
 		return nil, Errorf(ESchema, "the Beads database %s is at schema version %d; bd-claim supports version %d (bd v1.3.x): upgrade with `bd migrate schema` or use a matching bd-claim", ws.Dolt, v, doltSchema)
 	}
-	id, err := s.dq.MetadataProjectID(ctx, conn)
-	if ok, ferr := found(err); ferr != nil {
+	id, err := s.dq.MetadataProjectID(ctx, conn) // "" when the row is missing
+	if _, ferr := found(err); ferr != nil {
 		conn.Close()
 		return nil, classify(ferr, "read the project id of "+ws.Dolt.String())
-	} else if !ok {
-		id = ""
 	}
 	if ws.Dolt.ProjectID != "" && id != ws.Dolt.ProjectID {
 		conn.Close()
@@ -212,12 +210,11 @@ func (t *txn) doltEvent(id, eventType, actor string, oldValue, newValue, comment
 // from the compare-and-swap and the commit.
 type doltWriter struct {
 	*sql.Conn
-	h      db.DBTX // the connection, as the Store's queries see it
-	s      *Store
-	ctx    context.Context
-	name   string
-	taken  bool
-	broken bool // its connection broke in the SQL COMMIT
+	h     db.DBTX // the connection, as the Store's queries see it
+	s     *Store
+	ctx   context.Context
+	name  string
+	taken bool
 }
 
 func (s *Store) doltWriter(ctx context.Context) (*doltWriter, error) {
@@ -236,22 +233,6 @@ func (s *Store) doltWriter(ctx context.Context) (*doltWriter, error) {
 	}
 	w.taken = taken == 1
 	return w, nil
-}
-
-// reconnect replaces a broken connection (whose lock the server freed
-// when it closed) with a new one, without the lock.
-func (w *doltWriter) reconnect() error {
-	_ = w.Conn.Raw(func(any) error { return driver.ErrBadConn })
-	w.Conn.Close()
-	conn, err := w.s.conn.Conn(w.ctx)
-	if err != nil {
-		return err
-	}
-	w.Conn, w.h, w.taken, w.broken = conn, conn, false, false
-	if w.s.faults != nil {
-		w.h = w.s.faults(w.h)
-	}
-	return nil
 }
 
 // done hands the lock on and gives the connection back. A connection whose
@@ -275,13 +256,6 @@ func (w *doltWriter) done() {
 func (s *Store) doltCommit(ctx context.Context, w *doltWriter, message, doing string) error {
 	var err error
 	for try := 1; ; try++ {
-		if w.broken {
-			// The SQL COMMIT's connection broke (and the write was found
-			// to have landed): record it on a new one.
-			if err = w.reconnect(); err != nil {
-				break
-			}
-		}
 		err = s.dq.DoltAddIssues(ctx, w.h)
 		if err == nil {
 			err = s.dq.DoltCommit(ctx, w.h, dolt.DoltCommitParams{Message: message, Author: doltAuthor})
@@ -488,13 +462,9 @@ func (t *txn) doltSnapshot(id string) (doltSnapshot, error) {
 	if err != nil {
 		return doltSnapshot{}, err
 	}
-	labels := iss.Labels
-	if labels == nil {
-		labels = []string{}
-	}
 	return doltSnapshot{rowLock: r.RowLock, json: iss.eventJSON(), issue: Issue{
 		ID: iss.ID, Title: iss.Title, Status: iss.Status, Assignee: iss.Assignee, Priority: iss.Priority,
-		IssueType: iss.IssueType, Labels: labels, ContentHash: r.ContentHash.String, ExternalRef: iss.ExternalRef,
+		IssueType: iss.IssueType, Labels: iss.Labels, // never nil: the query gives at least [] ContentHash: r.ContentHash.String, ExternalRef: iss.ExternalRef,
 		CreatedAt: iss.CreatedAt.Format(time.RFC3339), UpdatedAt: iss.UpdatedAt.Format(time.RFC3339),
 	}}, nil
 }

@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,6 +88,9 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 			return ok(s.Claim(ctx, Request{Agent: "a", Filters: Filters{IncludeLabels: []string{label}}}))
 		}},
 		{"claim --id, max held", nil, func(s *Store, id, _ string) error { return ok(s.Claim(ctx, Request{Agent: "a", ID: id, MaxHeld: 2})) }},
+		{"claim next, hybrid order", nil, func(s *Store, _, label string) error {
+			return ok(s.Claim(ctx, Request{Agent: "a", Filters: Filters{IncludeLabels: []string{label}, Sort: SortHybrid}}))
+		}},
 		{"dry run", nil, func(s *Store, _, label string) error {
 			return ok(s.Claim(ctx, Request{Agent: "a", DryRun: true, Filters: Filters{IncludeLabels: []string{label}}}))
 		}},
@@ -256,4 +260,82 @@ func TestDoltConnectionLost(t *testing.T) {
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 0)
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM issues AS OF 'HEAD' WHERE id = ? AND assignee = 'b'", w.Prefix+"-b"), 1)
 
+}
+
+// rewriting runs every statement, but a statement containing from is run
+// with from replaced by to, once (n counts down), or always (n nil).
+type rewriting struct {
+	db.DBTX
+	from, to string
+	n        *atomic.Int64
+	zero     bool // do not run a matched Exec at all: report 0 rows affected
+}
+
+func (r rewriting) hit(query string) bool {
+	return strings.Contains(query, r.from) && (r.n == nil || r.n.Add(-1) >= 0)
+}
+
+func (r rewriting) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if r.hit(query) && r.zero {
+		return driver.RowsAffected(0), nil
+	}
+	return r.DBTX.ExecContext(ctx, query, args...)
+}
+
+func (r rewriting) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if r.hit(query) {
+		query = strings.Replace(query, r.from, r.to, 1)
+	}
+	return r.DBTX.QueryRowContext(ctx, query, args...)
+}
+
+// The guards that real servers rarely trip: a compare-and-swap that
+// matched no row (the issue changed under the transaction) makes the
+// whole transaction run again, for a claim and for a release; labels the
+// server returned in another shape are an error, not a silent loss.
+func TestDoltGuards(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "grd")
+	conn := w.DB(t)
+	ctx := context.Background()
+	for _, l := range []string{"a", "b"} {
+		insertLabelled(t, conn, w.Prefix+"-"+l, l)
+	}
+	s := openDoltAt(t, w, 0, Options{})
+	once := &atomic.Int64{}
+	once.Store(1)
+	s.faults = func(h db.DBTX) db.DBTX { return rewriting{DBTX: h, from: "IssueClaimSet", n: once, zero: true} }
+	res := must[Result](t)(s.Claim(ctx, Request{Agent: "a", ID: w.Prefix + "-a"}))
+	assert.Equal(t, res.Issue.Assignee, "a")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'claimed'", w.Prefix+"-a"), 1, "one event: the first try rolled back")
+
+	once.Store(1)
+	s.faults = func(h db.DBTX) db.DBTX { return rewriting{DBTX: h, from: "IssueUnclaimSet", n: once, zero: true} }
+	must[Released](t)(s.Release(ctx, ReleaseRequest{Agent: "a", ID: w.Prefix + "-a"}))
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'unclaimed'", w.Prefix+"-a"), 1)
+
+	before := rows(t, conn)
+	s.faults = func(h db.DBTX) db.DBTX {
+		return rewriting{DBTX: h, from: "CAST((SELECT COALESCE(JSON_ARRAYAGG(labels.label), '[]')", to: `CAST((SELECT '{"not":"a list"}'`}
+	}
+	_, err := s.Claim(ctx, Request{Agent: "b", ID: w.Prefix + "-b"})
+	assert.ErrorContains(t, err, "labels of "+w.Prefix+"-b")
+	assert.DeepEqual(t, rows(t, conn), before)
+
+	s.faults = nil
+	_, err = s.Claim(ctx, Request{Agent: "b", ID: w.Prefix + "-nope"})
+	assert.Equal(t, ErrorCode(err), ENotFound, "%v", err)
+}
+
+// The connection: a Unix socket and TLS when asked for, bd's options
+// always, and the driver's own logging off.
+func TestDoltServerConfig(t *testing.T) {
+	c := DoltServer{Socket: "/run/dolt.sock", User: "u", Password: "p", Database: "db", TLS: true}.config()
+	assert.Equal(t, c.Net+" "+c.Addr+" "+c.TLSConfig, "unix /run/dolt.sock true")
+	assert.Assert(t, c.ParseTime && c.InterpolateParams && c.Timeout == 5*time.Second)
+	c = DoltServer{Host: "::1", Port: 3307, User: "u", Database: "db"}.config()
+	assert.Equal(t, c.Net+" "+c.Addr+" "+c.TLSConfig, "tcp [::1]:3307 false")
+	assert.Equal(t, lockWait(0), int32(0))
+	assert.Equal(t, lockWait(1500*time.Millisecond), int32(2))
+	assert.Equal(t, lockWait(-time.Second), int32(0))
+	assert.Equal(t, lockWait(100*time.Hour), int32(3600))
 }

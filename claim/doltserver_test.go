@@ -61,8 +61,8 @@ func TestFindWorkspaceDolt(t *testing.T) {
 			want: claim.DoltServer{Host: "127.0.0.1", Port: 33310, User: "root", Password: "from-file", Database: "fx", ProjectID: "p-1"},
 		},
 		{
-			name:  "BEADS_CREDENTIALS_FILE names another file; no section for this server",
-			files: map[string]string{"ws/.beads/metadata.json": server, "creds": "[127.0.0.1:1]\npassword=p\n"},
+			name:  "BEADS_CREDENTIALS_FILE names another file; this server's section has no password",
+			files: map[string]string{"ws/.beads/metadata.json": server, "creds": "[127.0.0.1:1]\npassword=p\n[127.0.0.1:33310]\nuser=x\n[127.0.0.1:2]\npassword=q\n"},
 			env:   []string{"BEADS_CREDENTIALS_FILE", "$DIR/creds"},
 			want:  claim.DoltServer{Host: "127.0.0.1", Port: 33310, User: "root", Database: "fx", ProjectID: "p-1"},
 		},

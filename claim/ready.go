@@ -24,7 +24,6 @@ type readySpec struct {
 	order string // ORDER BY clause
 	args  []any  // arguments of order
 	sort  Sort
-	dolt  bool // MySQL's dialect
 }
 
 // newReadySpec builds the specification for one workspace flavor,
@@ -79,7 +78,6 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	SELECT id FROM descendants)`, f.Parent))
 	}
 	spec.order, spec.args = fl.order(f.Sort, nowText)
-	spec.dolt = fl.dolt
 	return spec
 }
 
@@ -109,9 +107,6 @@ func (s readySpec) candidates() sq.SelectBuilder {
 // sorted candidates, one at a time, until one passes (the LIMIT keeps
 // SQLite from merging the two levels).
 func (s readySpec) next() sq.SelectBuilder {
-	if s.dolt {
-		return s.candidates().Limit(1)
-	}
 	var cheap, costly sq.And
 	for _, r := range s.rules {
 		if r.name == "backoff" || r.name == "abandoned" {

@@ -159,12 +159,13 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 	defer s.writing.Unlock()
 	ctx = context.WithoutCancel(ctx)
 	var conn db.Beginner = s.conn
+	var w *doltWriter
 	if s.flavor.dolt {
-		w, err := s.doltWriter(ctx)
-		if err != nil {
+		var err error
+		if w, err = s.doltWriter(ctx); err != nil {
 			return classify(err, doing)
 		}
-		defer w.done()
+		defer func() { w.done() }()
 		conn = w
 	}
 	var t *txn
@@ -176,8 +177,12 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 		return fn(t)
 	})
 	if err != nil && t != nil && t.landed != nil && lostCommit(err) {
-		conn.(*doltWriter).broken = true
-		err = s.landed(ctx, t, err)
+		if err = s.landed(ctx, t, err); err == nil {
+			// It landed, but its connection is gone (and with it the
+			// lock): the Dolt commit needs a writer's connection again.
+			w.done()
+			w, err = s.doltWriter(ctx)
+		}
 	}
 	if err != nil {
 		return classify(err, doing)
@@ -186,7 +191,7 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 		f()
 	}
 	if t.commit != "" {
-		return s.doltCommit(ctx, conn.(*doltWriter), t.commit, doing)
+		return s.doltCommit(ctx, w, t.commit, doing)
 	}
 	return nil
 }

@@ -108,7 +108,7 @@ func TestDoltCLILifecycle(t *testing.T) {
 	w.JSON(&after, "show", a.ID)
 	assert.Equal(t, after[0].Status+"/"+after[0].Assignee, "open/")
 
-	for _, args := range [][]string{{"stats"}, {"reap"}, {"--agent", "x", "--wait", "1s"}, {"release", "--agent", "agent-1", "--id", a.ID, "--failed"}} {
+	for _, args := range [][]string{{"stats"}, {"reap"}, {"reset", "--id", a.ID}, {"--agent", "x", "--wait", "1s"}, {"release", "--agent", "agent-1", "--id", a.ID, "--failed"}} {
 		r := doltRun(t, w, args...)
 		assert.Equal(t, r.ExitCode, 2, "%v: %s", args, r.Combined())
 		assert.Assert(t, strings.Contains(r.Stdout()+r.Stderr(), "not supported on Dolt workspaces yet"), r.Combined())
