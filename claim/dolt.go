@@ -51,30 +51,34 @@ func openDolt(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	conn := dolt.Open(ws.Dolt.config())
 	s := &Store{Workspace: ws, flavor: doltFlavor(), conn: conn, dq: dolt.New(), queues: queues{}, lockWait: lockWait(o.BusyTimeout),
 		now: o.Now, retry: db.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}, policy: *o.Policy, retryable: doltRetryable}
-	v, err := s.dq.SchemaMigrationsMax(ctx, conn)
-	if dolt.Number(err) == dolt.NumNoSuchTable {
+	if err := s.doltCheck(ctx); err != nil {
 		conn.Close()
-		return nil, Errorf(ESchema, "%s is not a Beads database (it has no schema_migrations table): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE", ws.Dolt)
-	}
-	if err != nil {
-		conn.Close()
-		return nil, classify(err, "read the schema version of "+ws.Dolt.String())
-	}
-	if v != doltSchema {
-		conn.Close()
-		return nil, Errorf(ESchema, "the Beads database %s is at schema version %d; bd-claim supports version %d (bd v1.3.x): upgrade with `bd migrate schema` or use a matching bd-claim", ws.Dolt, v, doltSchema)
-	}
-	id, err := s.dq.MetadataProjectID(ctx, conn) // "" when the row is missing
-	if _, ferr := found(err); ferr != nil {
-		conn.Close()
-		return nil, classify(ferr, "read the project id of "+ws.Dolt.String())
-	}
-	if ws.Dolt.ProjectID != "" && id != ws.Dolt.ProjectID {
-		conn.Close()
-		return nil, Errorf(ESchema, "project identity mismatch: %s holds project %q, but %s/metadata.json names %q; the workspace points at another project's database (check BEADS_DOLT_SERVER_DATABASE and dolt_database)",
-			ws.Dolt, id, ws.BeadsDir, ws.Dolt.ProjectID)
+		return nil, err
 	}
 	return s, nil
+}
+
+// doltCheck reads the schema version and the project id, in this order.
+func (s *Store) doltCheck(ctx context.Context) error {
+	ws := s.Workspace
+	v, err := s.dq.SchemaMigrationsMax(ctx, s.conn)
+	var id string
+	if err == nil {
+		id, err = s.dq.MetadataProjectID(ctx, s.conn)
+		_, err = found(err) // id "" when the row is missing
+	}
+	switch {
+	case dolt.Number(err) == dolt.NumNoSuchTable:
+		return Errorf(ESchema, "%s is not a Beads database (%v): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE", ws.Dolt, err)
+	case err != nil:
+		return classify(err, "read the schema of "+ws.Dolt.String())
+	case v != doltSchema:
+		return Errorf(ESchema, "the Beads database %s is at schema version %d; bd-claim supports version %d (bd v1.3.x): upgrade with `bd migrate schema` or use a matching bd-claim", ws.Dolt, v, doltSchema)
+	case ws.Dolt.ProjectID != "" && id != ws.Dolt.ProjectID:
+		return Errorf(ESchema, "project identity mismatch: %s holds project %q, but %s/metadata.json names %q; the workspace points at another project's database (check BEADS_DOLT_SERVER_DATABASE and dolt_database)",
+			ws.Dolt, id, ws.BeadsDir, ws.Dolt.ProjectID)
+	}
+	return nil
 }
 
 // doltFlavor is bd v1.3.0's `bd ready` (sqlbuild.BuildReadyWorkWhere):

@@ -124,6 +124,7 @@ func TestDoltCLIBadConnections(t *testing.T) {
 	before := doltRows(t, conn)
 	for _, stmt := range []string{
 		"CREATE USER 'reader'@'%' IDENTIFIED BY 'rpw'", "GRANT SELECT ON " + w.Database + ".* TO 'reader'@'%'",
+		"CREATE DATABASE halfbeads", "CREATE TABLE halfbeads.schema_migrations (version int PRIMARY KEY)", "INSERT INTO halfbeads.schema_migrations VALUES (66)",
 	} {
 		_, err := conn.Exec(stmt)
 		assert.NilError(t, err)
@@ -146,7 +147,8 @@ func TestDoltCLIBadConnections(t *testing.T) {
 		{"server down", env("BEADS_DOLT_SERVER_PORT", "1"), nil, 4, "DB_UNAVAILABLE", "cannot be reached"},
 		{"wrong password", env("BEADS_DOLT_SERVER_USER", "reader", "BEADS_DOLT_PASSWORD", "nope"), nil, 5, "DB_ACCESS_DENIED", "refused the login"},
 		{"no such database", env("BEADS_DOLT_SERVER_DATABASE", "nosuchdb"), nil, 5, "DB_NOT_FOUND", "never creates one"},
-		{"another project's database", env("BEADS_DOLT_SERVER_DATABASE", "information_schema"), nil, 6, "SCHEMA_INCOMPATIBLE", ""},
+		{"not a Beads database", env("BEADS_DOLT_SERVER_DATABASE", "information_schema"), nil, 6, "SCHEMA_INCOMPATIBLE", "is not a Beads database"},
+		{"a database with bd's schema version but no metadata", env("BEADS_DOLT_SERVER_DATABASE", "halfbeads"), nil, 6, "SCHEMA_INCOMPATIBLE", "is not a Beads database"},
 		{"read-only user claims", env("BEADS_DOLT_SERVER_USER", "reader", "BEADS_DOLT_PASSWORD", "rpw"), nil, 5, "DB_ACCESS_DENIED", "read-only user can only --dry-run"},
 		{"a DSN", w.Env, []string{"--dsn", "root@tcp(127.0.0.1:1)/x"}, 4, "DB_UNAVAILABLE", ""},
 	} {
