@@ -44,7 +44,9 @@ type Store struct {
 	conn      *sql.DB
 	stmts     *db.Stmts
 	writing   sync.Mutex // held for a write transaction
-	queues    queues     // guarded by writing
+	handoff   *db.Queue  // the writers' queue across processes, entered under writing
+	busy      time.Duration
+	queues    queues // guarded by writing
 	q         *db.Queries
 	readSQL   string // reads the flavor's columns of one issue (see txn.read)
 	now       func() time.Time
@@ -84,6 +86,7 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	}
 	readSQL, _ := sq.Select(exprs...).From("issues").Where("id = ?").MustSql()
 	return &Store{Workspace: ws, flavor: fl, conn: conn, stmts: db.NewStmts(conn), queues: queues{}, q: db.New(),
+		handoff: db.OpenQueue(db.QueueDir(), ws.DBPath), busy: o.BusyTimeout,
 		readSQL: readSQL, now: o.Now, retry: db.Retry(o.Retry), policy: *o.Policy}, nil
 }
 
@@ -93,6 +96,7 @@ func (s *Store) Version() Version { return s.flavor.version }
 // Close releases the database.
 func (s *Store) Close() error {
 	s.stmts.Close()
+	s.handoff.Close()
 	return s.conn.Close()
 }
 
@@ -122,10 +126,14 @@ func (s *Store) look(ctx context.Context, doing string, fn func(t *txn) error) e
 }
 
 // write is the one shape of every write of the claim lifecycle: the
-// Store's writers queue on a mutex (SQLite has one writer anyway, its busy
-// handler sleeps up to 100ms between looks at the lock, and one connection
-// at a time keeps the claim order valid), then fn runs in one BEGIN
-// IMMEDIATE transaction (db.Tx: begin and commit errors wrapped, a panic
+// Store's writers queue on a mutex (SQLite has one writer anyway, and one
+// connection at a time keeps the claim order valid), then every bd-claim
+// writer of the database, in any process, in a kernel queue (db.Queue: the
+// next writer is woken the moment the previous one leaves, where SQLite's
+// busy handler sleeps up to 100ms between looks at the lock). A wait in
+// the queue is bounded by the busy timeout and counts as one busy try, so
+// the whole wait stays within the tries' bound; past it the writer goes on
+// without the queue. Then fn runs in one BEGIN IMMEDIATE transaction (db.Tx: begin and commit errors wrapped, a panic
 // rolled back), tried again whole while the database is busy, the clock
 // read anew at the start of each try. Once begun, the transaction runs to
 // its end even when ctx is cancelled (a signal): the caller then learns of
@@ -137,9 +145,15 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 	}
 	s.writing.Lock()
 	defer s.writing.Unlock()
+	leave, missed := s.handoff.Enter(s.busy)
+	defer leave()
+	retry := s.retry
+	if missed {
+		retry.Attempts = max(1, retry.Attempts-1)
+	}
 	ctx = context.WithoutCancel(ctx)
 	var t *txn
-	err := db.Tx(ctx, s.conn, s.retry, func(tx *sql.Tx) error {
+	err := db.Tx(ctx, s.conn, retry, func(tx *sql.Tx) error {
 		t = s.txn(ctx, tx)
 		return fn(t)
 	})
