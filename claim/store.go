@@ -130,12 +130,14 @@ func (s *Store) look(ctx context.Context, doing string, fn func(t *txn) error) e
 // connection at a time keeps the claim order valid), then every bd-claim
 // writer of the database, in any process, in a kernel queue (db.Queue: the
 // next writer is woken the moment the previous one leaves, where SQLite's
-// busy handler sleeps up to 100ms between looks at the lock). A wait in
-// the queue is bounded by the busy timeout and counts as one busy try, so
-// the whole wait stays within the tries' bound; past it the writer goes on
-// without the queue. Then fn runs in one BEGIN IMMEDIATE transaction (db.Tx: begin and commit errors wrapped, a panic
-// rolled back), tried again whole while the database is busy, the clock
-// read anew at the start of each try. Once begun, the transaction runs to
+// busy handler sleeps up to 100ms between looks at the lock, and serves
+// an unlucky waiter last). A writer waits in the queue for the busy
+// timeouts of all its tries but the last (at least one), then goes on
+// without it with that last try only, so that --timeout-ms bounds the
+// whole wait as before. Then fn runs in one BEGIN IMMEDIATE transaction
+// (db.Tx: begin and commit errors wrapped, a panic rolled back), tried
+// again whole while the database is busy, the clock read anew at the start
+// of each try. Once begun, the transaction runs to
 // its end even when ctx is cancelled (a signal): the caller then learns of
 // a committed claim instead of leaving it held by nobody who knows. fn's
 // committed hooks run after the commit, still in the queue.
@@ -145,11 +147,11 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 	}
 	s.writing.Lock()
 	defer s.writing.Unlock()
-	leave, missed := s.handoff.Enter(s.busy)
+	leave, missed := s.handoff.Enter(s.busy * time.Duration(max(1, s.retry.Attempts-1)))
 	defer leave()
 	retry := s.retry
 	if missed {
-		retry.Attempts = max(1, retry.Attempts-1)
+		retry.Attempts = 1
 	}
 	ctx = context.WithoutCancel(ctx)
 	var t *txn

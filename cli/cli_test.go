@@ -286,7 +286,8 @@ func TestBusy(t *testing.T) {
 
 // --timeout-ms bounds the wait in the writers' queue too. While another
 // writer holds its turn and SQLite's write lock, a claim is SQLITE_BUSY
-// after its tries (the wait in the queue counting as one), instead of
+// after its tries (its wait in the queue standing for all but the last),
+// instead of
 // waiting for a turn that does not come; while it holds only its turn (a
 // writer stuck outside SQLite), a claim goes on without the queue and
 // succeeds.
