@@ -306,3 +306,49 @@ func TestQueueKilledHolder(t *testing.T) {
 	assert.Assert(t, !<-entered, "the waiter got its turn")
 	eventually(t, "the waiter left", func() bool { return free(t, dir, path) })
 }
+
+// Waiters get their turns in the order they began to wait: Linux queues
+// the blocked requests of one lock in a chain and wakes only the first.
+// Each waiter starts once the one before it shows in /proc/locks as
+// blocked, so the arrival order is known.
+func TestQueueInArrivalOrder(t *testing.T) {
+	dir, path := queueDB(t)
+	holder := OpenQueue(dir, path)
+	defer holder.Close()
+	var st unix.Stat_t
+	assert.NilError(t, unix.Stat(holder.name, &st))
+	blocked := func() int {
+		locks, err := os.ReadFile("/proc/locks")
+		assert.NilError(t, err)
+		n := 0
+		for _, l := range strings.Split(string(locks), "\n") {
+			if strings.Contains(l, "->") && strings.Contains(l, fmt.Sprintf(":%d ", st.Ino)) {
+				n++
+			}
+		}
+		return n
+	}
+	leave, _ := holder.Enter(0)
+	const waiters = 6
+	order := make(chan int, waiters)
+	var wg sync.WaitGroup
+	for i := range waiters {
+		q := OpenQueue(dir, path)
+		defer q.Close()
+		wg.Go(func() {
+			leave, missed := q.Enter(time.Minute)
+			assert.Check(t, !missed)
+			order <- i
+			leave()
+		})
+		eventually(t, fmt.Sprintf("waiter %d blocked", i), func() bool { return blocked() == i+1 })
+	}
+	leave()
+	wg.Wait()
+	close(order)
+	var got []int
+	for i := range order {
+		got = append(got, i)
+	}
+	assert.DeepEqual(t, got, []int{0, 1, 2, 3, 4, 5})
+}
