@@ -1,6 +1,7 @@
 package db
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -74,14 +75,19 @@ func (q *Queue) Close() { _ = q.f.Close() } // a nil *os.File says ErrInvalid
 
 // Enter waits up to timeout for its turn (0 or less: does not wait) and
 // returns the function that leaves the queue, and missed: the queue was
-// busy and the writer goes on without its turn, its wait having run out
-// (or failed). Without a lock file it goes on at once, missed false.
+// busy and the writer goes on without its turn because its wait ran out.
+// Without a queue (no lock file, or a lock that fails otherwise than by
+// being held) it goes on at once, missed false.
 func (q *Queue) Enter(timeout time.Duration) (leave func(), missed bool) {
 	if q.f == nil {
 		return func() {}, false
 	}
-	if setlk(q.f, unix.F_OFD_SETLK, unix.F_WRLCK) == nil {
+	err := setlk(q.f, unix.F_OFD_SETLK, unix.F_WRLCK)
+	if err == nil {
 		return func() { _ = setlk(q.f, unix.F_OFD_SETLK, unix.F_UNLCK) }, false
+	}
+	if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) {
+		return func() {}, false
 	}
 	if timeout <= 0 {
 		return func() {}, true
@@ -90,17 +96,19 @@ func (q *Queue) Enter(timeout time.Duration) (leave func(), missed bool) {
 	// description of its own (OFD locks of one description never conflict
 	// with each other): a waiter that gives up hands that file to a
 	// goroutine that closes it, releasing the lock, once the turn comes.
+	// A blocking lock that fails (never for being held) leaves no lock to
+	// release: closing w is all the same.
 	w, err := os.OpenFile(q.name, os.O_RDWR|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return func() {}, true
+		return func() {}, false
 	}
 	got := make(chan error, 1)
 	go func() { got <- setlk(w, unix.F_OFD_SETLKW, unix.F_WRLCK) }()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case err := <-got:
-		return func() { _ = w.Close() }, err != nil
+	case <-got:
+		return func() { _ = w.Close() }, false
 	case <-t.C:
 		go func() {
 			<-got
