@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -237,3 +238,47 @@ func TestFiltersAgainstBdReady(t *testing.T) {
 
 // issueOf returns the claimed issue of a Claim call.
 func issueOf(res claim.Result, err error) (*claim.Issue, error) { return res.Issue, err }
+
+// Several Stores of one process, each claiming from its own goroutine,
+// drain a workspace: every ready issue once, none busy. They queue on one
+// lock file of the database, outside the workspace (under
+// $XDG_RUNTIME_DIR), which gains no file.
+func TestStoresShareOneQueue(t *testing.T) {
+	xdg := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", xdg)
+	dir := t.TempDir()
+	d, err := claim.CreateDemo(context.Background(), dir, 60, 3)
+	assert.NilError(t, err)
+	const stores = 6
+	got := make([][]string, stores)
+	errs := make([]error, stores)
+	done := make(chan int)
+	for i := range stores {
+		s, err := claim.Open(context.Background(), d.Workspace, claim.Options{})
+		assert.NilError(t, err)
+		defer s.Close()
+		go func() {
+			defer func() { done <- i }()
+			for {
+				r, err := s.Claim(context.Background(), claim.Request{Agent: "store-" + string(rune('a'+i))})
+				if err != nil || r.Issue == nil {
+					errs[i] = err
+					return
+				}
+				got[i] = append(got[i], r.Issue.ID)
+			}
+		}()
+	}
+	for range stores {
+		<-done
+	}
+	assert.DeepEqual(t, errs, make([]error, stores))
+	all := slices.Concat(got...)
+	slices.Sort(all)
+	assert.DeepEqual(t, all, slices.Sorted(slices.Values(d.Ready)))
+	assert.DeepEqual(t, claimtest.Names(t, dir), []string{".beads"})
+	for _, f := range claimtest.Names(t, d.Workspace.BeadsDir) {
+		assert.Check(t, slices.Contains([]string{"beads.db", "beads.db-shm", "beads.db-wal"}, f), f)
+	}
+	assert.Equal(t, len(claimtest.Names(t, filepath.Join(xdg, "bd-claim"))), 1)
+}

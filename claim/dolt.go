@@ -49,7 +49,8 @@ const doltTime = "2006-01-02 15:04:05"
 // and the project metadata.json names.
 func openDolt(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	conn := dolt.Open(ws.Dolt.config())
-	s := &Store{Workspace: ws, flavor: doltFlavor(), conn: conn, dq: dolt.New(), queues: queues{}, lockWait: lockWait(o.BusyTimeout),
+	// No lock file: Dolt's writers take turns on the server (doltWriter).
+	s := &Store{Workspace: ws, flavor: doltFlavor(), conn: conn, dq: dolt.New(), queues: queues{}, lockWait: lockWait(o.BusyTimeout), handoff: &db.Queue{},
 		now: o.Now, retry: db.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}, policy: *o.Policy, retryable: doltRetryable}
 	if err := s.doltCheck(ctx); err != nil {
 		conn.Close()

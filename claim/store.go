@@ -45,7 +45,9 @@ type Store struct {
 	conn      *sql.DB
 	stmts     *db.Stmts
 	writing   sync.Mutex // held for a write transaction
-	queues    queues     // guarded by writing
+	handoff   *db.Queue  // the writers' queue across processes, entered under writing
+	busy      time.Duration
+	queues    queues // guarded by writing
 	q         *db.Queries
 	dq        *dolt.Queries // a Dolt workspace's queries (nil on SQLite)
 	readSQL   string        // reads the flavor's columns of one issue (see txn.read)
@@ -91,6 +93,7 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	}
 	readSQL, _ := sq.Select(exprs...).From("issues").Where("id = ?").MustSql()
 	return &Store{Workspace: ws, flavor: fl, conn: conn, stmts: db.NewStmts(conn), queues: queues{}, q: db.New(),
+		handoff: db.OpenQueue(db.QueueDir(), ws.DBPath), busy: o.BusyTimeout,
 		readSQL: readSQL, now: o.Now, retry: db.Retry(o.Retry), retryable: db.IsBusy, policy: *o.Policy}, nil
 }
 
@@ -102,6 +105,7 @@ func (s *Store) Close() error {
 	if s.stmts != nil {
 		s.stmts.Close()
 	}
+	s.handoff.Close()
 	return s.conn.Close()
 }
 
@@ -142,12 +146,18 @@ func (s *Store) look(ctx context.Context, doing string, fn func(t *txn) error) e
 }
 
 // write is the one shape of every write of the claim lifecycle: the
-// Store's writers queue on a mutex (SQLite has one writer anyway, its busy
-// handler sleeps up to 100ms between looks at the lock, and one connection
-// at a time keeps the claim order valid), then fn runs in one BEGIN
-// IMMEDIATE transaction (db.Tx: begin and commit errors wrapped, a panic
-// rolled back), tried again whole while the database is busy, the clock
-// read anew at the start of each try. Once begun, the transaction runs to
+// Store's writers queue on a mutex (SQLite has one writer anyway, and one
+// connection at a time keeps the claim order valid), then every bd-claim
+// writer of the database, in any process, in a kernel queue (db.Queue: the
+// next writer is woken the moment the previous one leaves, where SQLite's
+// busy handler sleeps up to 100ms between looks at the lock, and serves
+// an unlucky waiter last). A writer waits in the queue for the busy
+// timeouts of all its tries but the last (at least one), then goes on
+// without it with that last try only, so that --timeout-ms bounds the
+// whole wait as before. Then fn runs in one BEGIN IMMEDIATE transaction
+// (db.Tx: begin and commit errors wrapped, a panic rolled back), tried
+// again whole while the database is busy, the clock read anew at the start
+// of each try. Once begun, the transaction runs to
 // its end even when ctx is cancelled (a signal): the caller then learns of
 // a committed claim instead of leaving it held by nobody who knows. fn's
 // committed hooks run after the commit, still in the queue.
@@ -157,6 +167,12 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 	}
 	s.writing.Lock()
 	defer s.writing.Unlock()
+	leave, missed := s.handoff.Enter(s.busy * time.Duration(max(1, s.retry.Attempts-1)))
+	defer leave()
+	retry := s.retry
+	if missed {
+		retry.Attempts = 1
+	}
 	ctx = context.WithoutCancel(ctx)
 	var conn db.Beginner = s.conn
 	var w *doltWriter
@@ -170,7 +186,7 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 	}
 	var t *txn
 	try := 0
-	err := db.TxRetry(ctx, conn, s.retry, s.retryable, func(tx *sql.Tx) error {
+	err := db.TxRetry(ctx, conn, retry, s.retryable, func(tx *sql.Tx) error {
 		try++
 		t = s.txn(ctx, tx)
 		t.try = try

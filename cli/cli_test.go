@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -20,6 +23,7 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/db"
 )
 
 // result is the JSON envelope of every bd-claim command: claim, release,
@@ -280,6 +284,44 @@ func TestBusy(t *testing.T) {
 	assert.DeepEqual(t, claimtest.Snapshot(t, claimtest.DBPath(root)), before)
 }
 
+// --timeout-ms bounds the wait in the writers' queue too. While another
+// writer holds its turn and SQLite's write lock, a claim is SQLITE_BUSY
+// after its tries (its wait in the queue standing for all but the last),
+// instead of
+// waiting for a turn that does not come; while it holds only its turn (a
+// writer stuck outside SQLite), a claim goes on without the queue and
+// succeeds.
+func TestBusyInQueue(t *testing.T) {
+	root := claimtest.Fixture(t, "0.49.6")
+	path := claimtest.DBPath(root)
+	xdg := t.TempDir()
+	env := []string{"XDG_RUNTIME_DIR=" + xdg}
+	q := db.OpenQueue(filepath.Join(xdg, "bd-claim"), path)
+	defer q.Close()
+	leave, missed := q.Enter(0)
+	assert.Assert(t, !missed)
+	defer leave()
+
+	before := claimtest.Snapshot(t, path)
+	conn := claimtest.Open(t, path)
+	tx, err := conn.BeginTx(context.Background(), nil)
+	assert.NilError(t, err)
+	_, err = tx.Exec("UPDATE config SET value = value WHERE key = 'issue_prefix'") // take the write lock
+	assert.NilError(t, err)
+	start := time.Now()
+	r := run(t, root, env, "--agent", "a", "--timeout-ms", "300", "--quiet")
+	took := time.Since(start)
+	r.Assert(t, icmd.Expected{ExitCode: 4, Out: `"code":"SQLITE_BUSY"`})
+	// At least the queue's wait and one busy try; far less than forever.
+	assert.Assert(t, took >= 600*time.Millisecond && took < 10*time.Second, "took %s", took)
+	assert.NilError(t, tx.Rollback())
+	assert.DeepEqual(t, claimtest.Snapshot(t, path), before)
+
+	r = run(t, root, env, "--agent", "a", "--timeout-ms", "100", "--quiet")
+	r.Assert(t, icmd.Success)
+	assert.Equal(t, decode(t, r).Issue.Assignee, "a")
+}
+
 func TestDemo(t *testing.T) {
 	r := run(t, t.TempDir(), []string{"TMPDIR=" + t.TempDir()}, "demo", "--agents", "4", "--issues", "80", "--keep")
 	r.Assert(t, icmd.Success)
@@ -289,7 +331,9 @@ func TestDemo(t *testing.T) {
 	assert.Assert(t, fileExists(filepath.Join(m[1], ".beads", "beads.db")))
 	tmp := t.TempDir()
 	run(t, t.TempDir(), []string{"TMPDIR=" + tmp}, "demo", "--agents", "3", "--issues", "30").Assert(t, icmd.Expected{Out: "verdict: PASS"})
-	assert.Equal(t, len(claimtest.Names(t, tmp)), 0, "the demo workspace is removed without --keep")
+	// The workspace is removed; the writers' queue directory (no
+	// $XDG_RUNTIME_DIR here) stays, as its lock files are never removed.
+	assert.DeepEqual(t, claimtest.Names(t, tmp), []string{fmt.Sprintf("bd-claim-%d", os.Getuid())})
 	run(t, t.TempDir(), nil, "demo", "--agents", "0").Assert(t, icmd.Expected{ExitCode: 2, Err: "INVALID_ARGUMENT"})
 	run(t, t.TempDir(), nil, "demo", "--bogus").Assert(t, icmd.Expected{ExitCode: 2, Err: "unknown flag"})
 	run(t, t.TempDir(), []string{"TMPDIR=/nonexistent"}, "demo").Assert(t, icmd.Expected{ExitCode: 1, Err: "bd-claim demo:"})
@@ -331,6 +375,111 @@ func TestRacingProcesses(t *testing.T) {
 	for _, id := range d.Blocked {
 		assert.Equal(t, len(owner[id]), 0, id)
 	}
+}
+
+// Claim processes killed with SIGKILL at random points, while they wait
+// for the writers' queue, hold it or write: the others go on (a killed
+// holder's turn dies with it; with --timeout-ms 60000 a queue left held
+// would stall the drain for minutes), every ready issue is claimed exactly
+// once, and each claim is whole: the issue row, its one event and its
+// dirty mark, or nothing.
+func TestKilledWriters(t *testing.T) {
+	dir := t.TempDir()
+	d, err := claim.CreateDemo(context.Background(), dir, 80, 11)
+	assert.NilError(t, err)
+	path := d.Workspace.DBPath
+	before := claimtest.Snapshot(t, path)
+	xdg := t.TempDir()
+	env := []string{"GOCOVERDIR=" + coverDir, "TZ=UTC", "GORACE=atexit_sleep_ms=0", "XDG_RUNTIME_DIR=" + xdg}
+	var mu sync.Mutex
+	printed := map[string][]string{} // issue -> agents whose process printed it
+	exits := map[string]int{}
+	var wg sync.WaitGroup
+	for w := range 12 {
+		wg.Go(func() {
+			agent := fmt.Sprintf("killer-%d", w)
+			rnd := rand.New(rand.NewPCG(uint64(w), 1))
+			for {
+				cmd := exec.Command(binary, "--agent", agent, "--quiet", "--timeout-ms", "60000")
+				cmd.Dir, cmd.Env = dir, env
+				var stdout strings.Builder
+				cmd.Stdout = &stdout
+				assert.NilError(t, cmd.Start())
+				if rnd.IntN(2) == 0 {
+					time.AfterFunc(time.Duration(rnd.IntN(150))*time.Millisecond, func() { _ = cmd.Process.Kill() })
+				}
+				_ = cmd.Wait() // the exit status says it
+				mu.Lock()
+				code := cmd.ProcessState.ExitCode()
+				if !cmd.ProcessState.Exited() {
+					exits["killed"]++
+				} else {
+					exits[fmt.Sprint(code)]++
+				}
+				if code == 0 {
+					var out result
+					assert.Check(t, json.Unmarshal([]byte(stdout.String()), &out), stdout.String())
+					printed[out.Issue.ID] = append(printed[out.Issue.ID], agent)
+				}
+				mu.Unlock()
+				if cmd.ProcessState.Exited() && code != 0 {
+					assert.Check(t, code == 3, "exit %d: %s", code, stdout.String())
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("exits: %v", exits)
+	assert.Assert(t, exits["killed"] > 0)
+	assert.Equal(t, exits["3"], 12)
+
+	conn := claimtest.Open(t, path)
+	claimed := map[string]string{}
+	rows, err := conn.Query("SELECT id, assignee FROM issues WHERE status = 'in_progress' AND assignee LIKE 'killer-%'")
+	assert.NilError(t, err)
+	for rows.Next() {
+		var id, agent string
+		assert.NilError(t, rows.Scan(&id, &agent))
+		claimed[id] = agent
+	}
+	assert.NilError(t, rows.Err())
+	assert.DeepEqual(t, slices.Sorted(maps.Keys(claimed)), slices.Sorted(slices.Values(d.Ready)))
+	for id, agents := range printed {
+		assert.Check(t, is.DeepEqual(agents, []string{claimed[id]}), id)
+	}
+	// Killed after its commit, a process printed nothing: its claim is
+	// there all the same, whole.
+	events := map[string]string{}
+	rows, err = conn.Query("SELECT issue_id, actor FROM events WHERE actor LIKE 'killer-%'")
+	assert.NilError(t, err)
+	for rows.Next() {
+		var id, actor string
+		assert.NilError(t, rows.Scan(&id, &actor))
+		_, twice := events[id]
+		assert.Check(t, !twice, "two events for %s", id)
+		events[id] = actor
+	}
+	assert.NilError(t, rows.Err())
+	assert.DeepEqual(t, events, claimed)
+	diff := claimtest.Diff(before, claimtest.Snapshot(t, path))
+	assert.DeepEqual(t, slices.Sorted(maps.Keys(diff)), []string{"dirty_issues", "events", "issues", "sqlite_sequence"}) // the events id counter
+	for _, table := range []string{"issues", "dirty_issues"} {
+		var changed []string
+		for _, r := range diff[table][1] {
+			id, _, _ := strings.Cut(r, ",")
+			changed = append(changed, strings.Trim(id, "'"))
+		}
+		slices.Sort(changed)
+		assert.Check(t, is.DeepEqual(changed, slices.Sorted(maps.Keys(claimed))), table)
+	}
+	assert.DeepEqual(t, claimtest.Strings(t, conn, "PRAGMA integrity_check"), []string{"ok"})
+
+	q := db.OpenQueue(filepath.Join(xdg, "bd-claim"), path)
+	defer q.Close()
+	leave, missed := q.Enter(0)
+	assert.Assert(t, !missed, "the queue is free")
+	leave()
 }
 
 // 16 processes race --id on one issue: exactly one wins, the others are

@@ -1,0 +1,125 @@
+package db
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Queue hands the right to write from one bd-claim writer to the next,
+// across processes and across Stores of one process: an exclusive OFD lock
+// on a lock file of its own, taken before BEGIN IMMEDIATE and released
+// after COMMIT. A waiter sleeps in the kernel and is woken the moment the
+// lock is free, instead of polling the SQLite lock from its busy handler
+// (which sleeps up to 100ms between looks and lets an unlucky waiter miss
+// the lock until it times out). It is only an optimisation: correctness
+// still comes from BEGIN IMMEDIATE and the compare-and-swap.
+//
+// The lock file is never the database, its -wal or -shm: closing any
+// descriptor of a file drops every POSIX lock the process holds on it,
+// SQLite's own included. It lives outside the workspace (see QueueDir),
+// named after the database file's device and inode, so that every path to
+// one database shares one queue and git never sees it. The lock belongs to
+// an open file description, so it dies with the process: a killed holder
+// blocks nobody.
+type Queue struct {
+	f    *os.File // nil: no queue, writers go without it
+	name string
+}
+
+// QueueDir is where this user's writers' queues live: bd-claim under
+// $XDG_RUNTIME_DIR when it is set (a per-user tmpfs emptied at logout),
+// otherwise bd-claim-UID in the temporary directory.
+func QueueDir() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "bd-claim")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("bd-claim-%d", os.Getuid()))
+}
+
+// OpenQueue opens the writers' queue of the database file at dbPath, in
+// dir (created 0700 when missing). Any failure leaves a Queue that never
+// waits, silently: a dir that is not a directory owned by this user and
+// writable by no one else (another user could otherwise hold every queue),
+// a database that cannot be stat'ed, a lock file that cannot be opened.
+func OpenQueue(dir, dbPath string) *Queue {
+	var st unix.Stat_t
+	if unix.Stat(dbPath, &st) != nil || !ownDir(dir) {
+		return &Queue{}
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%d-%d.lock", st.Dev, st.Ino))
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return &Queue{}
+	}
+	return &Queue{f: f, name: name}
+}
+
+// ownDir makes dir when missing and says whether it is a directory (not a
+// link to one) of this user that only this user can write to.
+func ownDir(dir string) bool {
+	_ = os.Mkdir(dir, 0o700)
+	var st unix.Stat_t
+	return unix.Lstat(dir, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR &&
+		int(st.Uid) == os.Getuid() && st.Mode&0o022 == 0
+}
+
+// Close closes the queue's file (a wait given up keeps a file of its own
+// until its turn comes).
+func (q *Queue) Close() { _ = q.f.Close() } // a nil *os.File says ErrInvalid
+
+// Enter waits up to timeout for its turn (0 or less: does not wait) and
+// returns the function that leaves the queue, and missed: the queue was
+// busy and the writer goes on without its turn because its wait ran out.
+// Without a queue (no lock file, or a lock that fails otherwise than by
+// being held) it goes on at once, missed false.
+func (q *Queue) Enter(timeout time.Duration) (leave func(), missed bool) {
+	if q.f == nil {
+		return func() {}, false
+	}
+	err := setlk(q.f, unix.F_OFD_SETLK, unix.F_WRLCK)
+	if err == nil {
+		return func() { _ = setlk(q.f, unix.F_OFD_SETLK, unix.F_UNLCK) }, false
+	}
+	if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) {
+		return func() {}, false
+	}
+	if timeout <= 0 {
+		return func() {}, true
+	}
+	// The blocking lock cannot be cancelled, so it waits on an open file
+	// description of its own (OFD locks of one description never conflict
+	// with each other): a waiter that gives up hands that file to a
+	// goroutine that closes it, releasing the lock, once the turn comes.
+	// A blocking lock that fails (never for being held) leaves no lock to
+	// release: closing w is all the same.
+	w, err := os.OpenFile(q.name, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return func() {}, false
+	}
+	got := make(chan error, 1)
+	go func() { got <- setlk(w, unix.F_OFD_SETLKW, unix.F_WRLCK) }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-got:
+		return func() { _ = w.Close() }, false
+	case <-t.C:
+		go func() {
+			<-got
+			_ = w.Close()
+		}()
+		return func() {}, true
+	}
+}
+
+// setlk applies an OFD lock command to the first byte of f.
+func setlk(f *os.File, cmd int, typ int16) error {
+	lk := unix.Flock_t{Type: typ, Whence: io.SeekStart, Start: 0, Len: 1}
+	return unix.FcntlFlock(f.Fd(), cmd, &lk)
+}

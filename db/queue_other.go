@@ -1,0 +1,22 @@
+//go:build !linux
+
+package db
+
+import "time"
+
+// Queue is the writers' cross-process hand-off of the write lock (see
+// queue_linux.go). Elsewhere than Linux there are no OFD locks: writers
+// wait in SQLite's busy handler, as before.
+type Queue struct{}
+
+// QueueDir is empty: there is no queue.
+func QueueDir() string { return "" }
+
+// OpenQueue returns a queue that never waits.
+func OpenQueue(string, string) *Queue { return &Queue{} }
+
+// Close does nothing.
+func (*Queue) Close() {}
+
+// Enter goes on at once, never missing a turn.
+func (*Queue) Enter(time.Duration) (func(), bool) { return func() {}, false }
