@@ -183,14 +183,19 @@ func (d *doltBench) workspace(prefix string, n int) (*doltWorkspace, error) {
 	return ws, rows.Err()
 }
 
-// run runs a command in the workspace as actor and times it.
+// run runs a command in the workspace as actor and times it. It returns
+// the standard output, or on failure both outputs.
 func (ws *doltWorkspace) run(bin, actor string, args ...string) (time.Duration, []byte, error) {
 	cmd := exec.Command(bin, args...)
-	var out bytes.Buffer
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = ws.dir, append(slices.Clone(ws.env), "BEADS_ACTOR="+actor), &out, &out
+	var out, stderr bytes.Buffer
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = ws.dir, append(slices.Clone(ws.env), "BEADS_ACTOR="+actor), &out, &stderr
 	t0 := time.Now()
 	err := cmd.Run()
-	return time.Since(t0), out.Bytes(), err
+	d := time.Since(t0)
+	if err != nil {
+		out.Write(stderr.Bytes())
+	}
+	return d, out.Bytes(), err
 }
 
 // doltSwarm is what one 24-process drain measured.
