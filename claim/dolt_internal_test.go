@@ -53,22 +53,6 @@ func insertLabelled(t *testing.T, conn *sql.DB, id, label string) {
 	}
 }
 
-// rows is what a claim may change: issues, leases, events, and the
-// commits.
-func rows(t *testing.T, conn *sql.DB) []string {
-	t.Helper()
-	var out []string
-	for _, q := range []string{
-		"SELECT CONCAT_WS('|', id, status, COALESCE(assignee, '-'), row_lock, updated_at) FROM issues ORDER BY id",
-		"SELECT CONCAT_WS('|', issue_id, holder, lease_expires_at) FROM leases ORDER BY issue_id",
-		"SELECT CONCAT_WS('|', id, issue_id, event_type) FROM events ORDER BY id",
-		"SELECT CAST(count(*) AS CHAR) FROM dolt_log",
-	} {
-		out = append(out, claimtest.Strings(t, conn, q)...)
-	}
-	return out
-}
-
 // Every statement of every Dolt operation can fail: the operation reports
 // it and the database is as before. The runs with a failing statement go
 // first (each leaves nothing behind); the first run that meets no failure
@@ -135,7 +119,7 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 			}
 			var log []string
 			for fail := int64(1); ; fail++ {
-				before := rows(t, conn)
+				before := claimtest.DoltRows(t, conn)
 				seen := &atomic.Int64{}
 				s.faults = func(h db.DBTX) db.DBTX { return faulty{DBTX: h, seen: seen, fail: fail, log: &log} }
 				err := tc.op(s, id, label)
@@ -153,7 +137,7 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 					return
 				}
 				assert.Equal(t, ErrorCode(err), EUnexpected, "statement %d (%s): %v", fail, log[len(log)-1], err)
-				assert.DeepEqual(t, rows(t, conn), before)
+				assert.DeepEqual(t, claimtest.DoltRows(t, conn), before)
 			}
 		})
 	}
@@ -234,11 +218,11 @@ func TestDoltConnectionLost(t *testing.T) {
 
 	p := claimtest.NewProxy(t, target, "\x03COMMIT", false)
 	s := openDoltAt(t, w, p.Port, Options{})
-	before := rows(t, conn)
+	before := claimtest.DoltRows(t, conn)
 	_, err := s.Claim(ctx, Request{Agent: "a", ID: w.Prefix + "-a"})
 	assert.Assert(t, p.Cut.Load())
 	assert.Equal(t, ErrorCode(err), EUnavailable, "%v", err)
-	assert.DeepEqual(t, rows(t, conn), before)
+	assert.DeepEqual(t, claimtest.DoltRows(t, conn), before)
 
 	p = claimtest.NewProxy(t, target, "\x03COMMIT", true)
 	s = openDoltAt(t, w, p.Port, Options{})
@@ -313,13 +297,13 @@ func TestDoltGuards(t *testing.T) {
 	must[Released](t)(s.Release(ctx, ReleaseRequest{Agent: "a", ID: w.Prefix + "-a"}))
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'unclaimed'", w.Prefix+"-a"), 1)
 
-	before := rows(t, conn)
+	before := claimtest.DoltRows(t, conn)
 	s.faults = func(h db.DBTX) db.DBTX {
 		return rewriting{DBTX: h, from: "CAST((SELECT COALESCE(JSON_ARRAYAGG(labels.label), '[]')", to: `CAST((SELECT '{"not":"a list"}'`}
 	}
 	_, err := s.Claim(ctx, Request{Agent: "b", ID: w.Prefix + "-b"})
 	assert.ErrorContains(t, err, "labels of "+w.Prefix+"-b")
-	assert.DeepEqual(t, rows(t, conn), before)
+	assert.DeepEqual(t, claimtest.DoltRows(t, conn), before)
 
 	s.faults = nil
 	_, err = s.Claim(ctx, Request{Agent: "b", ID: w.Prefix + "-nope"})

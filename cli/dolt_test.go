@@ -42,22 +42,6 @@ func doltIssues(t *testing.T, conn *sql.DB, prefix string, n int) []string {
 	return ids
 }
 
-// doltRows is every row of the tables a claim touches, and the number of
-// Dolt commits: equal before and after means nothing was written.
-func doltRows(t *testing.T, conn *sql.DB) map[string][]string {
-	t.Helper()
-	out := map[string][]string{}
-	for _, q := range []string{
-		"SELECT CONCAT_WS('|', id, status, COALESCE(assignee, '-'), row_lock, updated_at) FROM issues ORDER BY id",
-		"SELECT CONCAT_WS('|', issue_id, holder, lease_expires_at) FROM leases ORDER BY issue_id",
-		"SELECT CONCAT_WS('|', id, issue_id, event_type) FROM events ORDER BY id",
-		"SELECT CAST(count(*) AS CHAR) FROM dolt_log",
-	} {
-		out[q] = claimtest.Strings(t, conn, q)
-	}
-	return out
-}
-
 // The whole contract on a Dolt server workspace, through the binary:
 // claim-next, --json fields, --id re-claim, heartbeat, release, and what
 // the real bd sees afterwards.
@@ -121,7 +105,7 @@ func TestDoltCLIBadConnections(t *testing.T) {
 	w := srv.Workspace(t, "bad")
 	conn := w.DB(t)
 	doltIssues(t, conn, w.Prefix, 2)
-	before := doltRows(t, conn)
+	before := claimtest.DoltRows(t, conn)
 	for _, stmt := range []string{
 		"CREATE USER 'reader'@'%' IDENTIFIED BY 'rpw'", "GRANT SELECT ON " + w.Database + ".* TO 'reader'@'%'",
 		"CREATE DATABASE halfbeads", "CREATE TABLE halfbeads.schema_migrations (version int PRIMARY KEY)", "INSERT INTO halfbeads.schema_migrations VALUES (66)",
@@ -157,7 +141,7 @@ func TestDoltCLIBadConnections(t *testing.T) {
 			assert.Equal(t, r.ExitCode, tc.exit, r.Combined())
 			assert.Assert(t, strings.Contains(r.Stdout(), `"code":"`+tc.code+`"`), r.Stdout())
 			assert.Assert(t, strings.Contains(r.Stdout(), tc.msg), r.Stdout())
-			assert.DeepEqual(t, doltRows(t, conn), before)
+			assert.DeepEqual(t, claimtest.DoltRows(t, conn), before)
 		})
 	}
 	r := run(t, w.Dir, env("BEADS_DOLT_SERVER_USER", "reader", "BEADS_DOLT_PASSWORD", "rpw"), "--agent", "a", "--dry-run")
@@ -183,7 +167,7 @@ func TestDoltCLIBadConnections(t *testing.T) {
 	assert.Assert(t, strings.Contains(r.Stdout(), "schema version 67; bd-claim supports version 66"), r.Stdout())
 	_, err = conn.Exec("DELETE FROM schema_migrations WHERE version = 67")
 	assert.NilError(t, err)
-	assert.DeepEqual(t, doltRows(t, conn), before)
+	assert.DeepEqual(t, claimtest.DoltRows(t, conn), before)
 }
 
 // 32 bd-claim processes drain a workspace: every issue is claimed exactly
