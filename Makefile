@@ -43,8 +43,9 @@ verify: ## fail on drift: generated code vs sql/ (sqlc diff, sqlc vet), vendored
 generate: ## regenerate db/ from sql/ with the pinned sqlc
 	$(GO) tool sqlc generate
 
-schema: ## re-vendor sql/schema/ from the real bd's `bd init`
+schema: ## re-vendor sql/schema/ from the real bd's `bd init`, and sql/dolt/ from bd v1.3.0's `bd init --server`
 	scripts/schema.sh
+	scripts/dolt-schema.sh
 
 .PHONY: dolt
 dolt: ## build bd v1.3.0 and dolt 2.2.0 (cgo, libicu) that the Dolt (server mode) tests drive
