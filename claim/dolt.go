@@ -87,7 +87,7 @@ func (s *Store) doltCheck(ctx context.Context) error {
 // infrastructure types, not deferred, not a child of a deferred parent.
 func doltFlavor() flavor {
 	return flavor{
-		version: Version{1, 3, 0}, dolt: true, claimEvent: "claimed", eventTime: doltTime, deferred: true,
+		version: Version{1, 3, 0}, dolt: true, claimEvent: "claimed", eventTime: doltTime,
 		dependsOn: "depends_on_issue_id",
 		ready: []rule{
 			{"pinned", "it is pinned", sq.Expr("(i.pinned = 0 OR i.pinned IS NULL)")},
@@ -121,11 +121,10 @@ func doltCode(err error) (Code, string, bool) {
 // is the leases row of the holder.
 func (t *txn) doltClaimState(id string) (claimEvent, error) {
 	st, err := t.dq.IssueClaimState(t.ctx, t.conn, id)
-	if ok, err := found(err); !ok {
-		if err == nil {
-			err = t.notFound(id)
-		}
+	if ok, err := found(err); err != nil {
 		return claimEvent{}, err
+	} else if !ok {
+		return claimEvent{}, t.notFound(id)
 	}
 	c := claimEvent{IssueID: st.ID, Status: st.Status, Holder: st.Assignee, ID: claimIDOf(st.RowLock)}
 	if st.Holder.Valid && st.Holder.String == st.Assignee && st.Status == "in_progress" {
@@ -134,7 +133,7 @@ func (t *txn) doltClaimState(id string) (claimEvent, error) {
 		c.Expired = !st.LeaseExpiresAt.Time.After(t.now)
 		c.leaseFor = st.LeaseExpiresAt.Time.Sub(st.HeartbeatAt.Time)
 	}
-	return c, err
+	return c, nil
 }
 
 // doltTake writes claim c as `bd update --claim` does: the five issues
@@ -176,11 +175,10 @@ func (t *txn) doltTake(c choice, req Request) (Result, error) {
 	t.landed = &landed{id: c.r.ID, rowLock: lock}
 	res.Issue.Status, res.Issue.Assignee = "in_progress", req.Agent
 	res.Issue.UpdatedAt = doltAt(t.now)
-	message := "bd: claim ready " + c.r.ID
+	t.commit = "bd: claim ready " + c.r.ID // bd's message for the same move
 	if req.ID != "" {
-		message = "bd: update " + c.r.ID
+		t.commit = "bd: update " + c.r.ID
 	}
-	t.commit = message
 	return res, nil
 }
 
@@ -469,7 +467,8 @@ func (t *txn) doltSnapshot(id string) (doltSnapshot, error) {
 	}
 	return doltSnapshot{rowLock: r.RowLock, json: iss.eventJSON(), issue: Issue{
 		ID: iss.ID, Title: iss.Title, Status: iss.Status, Assignee: iss.Assignee, Priority: iss.Priority,
-		IssueType: iss.IssueType, Labels: iss.Labels, // never nil: the query gives at least [] ContentHash: r.ContentHash.String, ExternalRef: iss.ExternalRef,
+		IssueType: iss.IssueType, Labels: iss.Labels, // never nil: the query gives at least []
+		ContentHash: r.ContentHash.String, ExternalRef: iss.ExternalRef,
 		CreatedAt: iss.CreatedAt.Format(time.RFC3339), UpdatedAt: iss.UpdatedAt.Format(time.RFC3339),
 	}}, nil
 }

@@ -62,6 +62,7 @@ func TestDoltCLILifecycle(t *testing.T) {
 		Issue   struct {
 			ID, Status, Assignee string
 			Labels               []string
+			ContentHash          string `json:"content_hash"`
 		}
 		ClaimID int64 `json:"claim_id"`
 		Lease   struct {
@@ -73,6 +74,10 @@ func TestDoltCLILifecycle(t *testing.T) {
 	assert.Equal(t, out.Issue.Status, "in_progress")
 	assert.DeepEqual(t, out.Issue.Labels, []string{"backend"})
 	assert.Assert(t, out.ClaimID != 0)
+	var hash string
+	assert.NilError(t, w.DB(t).QueryRow("SELECT content_hash FROM issues WHERE id = ?", a.ID).Scan(&hash))
+	assert.Assert(t, hash != "")
+	assert.Equal(t, out.Issue.ContentHash, hash, "the JSON shows the issue's content_hash")
 
 	var shown []struct{ Status, Assignee string }
 	w.JSON(&shown, "show", a.ID)
