@@ -88,13 +88,22 @@ func (s *Store) doltCheck(ctx context.Context) error {
 func doltFlavor() flavor {
 	return flavor{
 		version: Version{1, 3, 0}, dolt: true, claimEvent: "claimed", eventTime: doltTime,
-		dependsOn: "depends_on_issue_id",
+		dependsOn: "depends_on_issue_id", history: doltHistory,
+		notBlocked:   rule{"blocked", "it is blocked by an open dependency (is_blocked)", sq.Expr("i.is_blocked = 0")},
+		leaseExpired: doltLeaseExpired,
 		ready: []rule{
 			{"pinned", "it is pinned", sq.Expr("(i.pinned = 0 OR i.pinned IS NULL)")},
 			{"ephemeral", "it is ephemeral (a wisp)", sq.Expr("(i.ephemeral = 0 OR i.ephemeral IS NULL)")},
 		},
 		excludedTypes: []string{"merge-request", "gate", "molecule", "rig", "agent", "role", "message"},
 	}
+}
+
+// doltLeaseExpired is true for an in_progress issue i whose holder's
+// lease, in bd's leases table, has ended at now: the issue may be taken
+// over, as on SQLite, at its expiry (bd reclaim waits for twice the TTL).
+func doltLeaseExpired(now time.Time) sq.Sqlizer {
+	return sq.Expr("(i.status = 'in_progress' AND EXISTS (SELECT 1 FROM leases l WHERE l.issue_id = i.id AND l.holder = i.assignee AND l.lease_expires_at <= ?))", now.UTC())
 }
 
 // doltCode classifies the errors of a Dolt server: ok false for any other
@@ -126,14 +135,33 @@ func (t *txn) doltClaimState(id string) (claimEvent, error) {
 	} else if !ok {
 		return claimEvent{}, t.notFound(id)
 	}
+	return t.doltClaim(st), nil
+}
+
+// doltClaim is the claim of an issue read by IssueClaimState: its lease
+// counts when the leases row is the assignee's, the issue in_progress (bd
+// leaves a stale row on an issue it reopens); the claim's time is the
+// lease's grant.
+func (t *txn) doltClaim(st dolt.IssueClaimStateRow) claimEvent {
 	c := claimEvent{IssueID: st.ID, Status: st.Status, Holder: st.Assignee, ID: claimIDOf(st.RowLock)}
 	if st.Holder.Valid && st.Holder.String == st.Assignee && st.Status == "in_progress" {
 		c.Actor = st.Holder.String
+		c.At = st.GrantedAt.Time.UTC().Format(doltTime)
 		c.Until = st.LeaseExpiresAt.Time.UTC().Format(leaseTime)
 		c.Expired = !st.LeaseExpiresAt.Time.After(t.now)
 		c.leaseFor = st.LeaseExpiresAt.Time.Sub(st.HeartbeatAt.Time)
 	}
-	return c, nil
+	return c
+}
+
+// doltHeld lists every in_progress issue with its claim, by holder then id.
+func (t *txn) doltHeld() ([]claimEvent, error) {
+	rows, err := t.dq.IssueHeldList(t.ctx, t.conn)
+	out := make([]claimEvent, len(rows))
+	for i, r := range rows {
+		out[i] = t.doltClaim(dolt.IssueClaimStateRow(r))
+	}
+	return out, err
 }
 
 // doltTake writes claim c as `bd update --claim` does: the five issues
@@ -151,6 +179,11 @@ func (t *txn) doltTake(c choice, req Request) (Result, error) {
 			return res, t.doltLease(req.ID, req.Agent, res.Lease.Until)
 		}
 		return res, nil
+	}
+	if c.tookOver != nil {
+		if err := t.expire(c.r, req.Agent, *c.tookOver, "taken over by "+req.Agent); err != nil {
+			return Result{}, err
+		}
 	}
 	d := cmp.Or(req.Lease, doltLease)
 	res.Lease = newLease(t.now, d)
@@ -252,14 +285,18 @@ func (w *doltWriter) done() {
 // doltCommit makes the Dolt commit that follows a write's SQL commit, as
 // bd does (runIssueOperationTxWithMessage), on the writer's connection
 // (DOLT_ADD stages for the DOLT_COMMIT of the same session): stage the
-// issues table (events and leases are dolt_ignored) and commit with bd's
+// issues table (events and leases are dolt_ignored), and labels when the
+// write changed one, and commit with bd's
 // author, tried again on a conflict. A commit that finds nothing staged is
 // fine: another writer's commit took the change in. A claim is reported
 // only once it is in HEAD.
-func (s *Store) doltCommit(ctx context.Context, w *doltWriter, message, doing string) error {
+func (s *Store) doltCommit(ctx context.Context, w *doltWriter, message string, labels bool, doing string) error {
 	var err error
 	for try := 1; ; try++ {
 		err = s.dq.DoltAddIssues(ctx, w.h)
+		if err == nil && labels {
+			err = s.dq.DoltAddLabels(ctx, w.h)
+		}
 		if err == nil {
 			err = s.dq.DoltCommit(ctx, w.h, dolt.DoltCommitParams{Message: message, Author: doltAuthor})
 		}
@@ -327,18 +364,29 @@ func (t *txn) doltNext(spec readySpec) (string, bool, error) {
 	var ids []string
 	var id string
 	var priority, first int
-	if err := t.each(spec.candidates().Column("i.priority").Limit(k), []any{&id, &priority}, func() {
-		if len(ids) == 0 {
+	var n uint64
+	row := func() {
+		if n++; n == 1 {
 			first = priority
 		}
 		if priority == first {
 			ids = append(ids, id)
 		}
-	}); err != nil || len(ids) == 0 {
+	}
+	err := t.each(spec.firstK(k, doltPage), []any{&id, &priority}, row)
+	if err == nil && n < k {
+		ids, n = nil, 0
+		err = t.each(spec.firstK(k, 0), []any{&id, &priority}, row)
+	}
+	if err != nil || len(ids) == 0 {
 		return "", false, err
 	}
 	return ids[mrand.IntN(len(ids))], true, nil
 }
+
+// doltPage is how many candidates, in claim order, a Dolt claim checks
+// against the failure policy before it checks them all.
+const doltPage = 256
 
 // doltSpread is how many of the first candidates a Dolt claim picks from.
 const doltSpread = 8
@@ -354,38 +402,55 @@ func (t *txn) doltRead(id string) (*row, error) {
 	return &row{Issue: snap.issue, dolt: &snap}, nil
 }
 
-// doltRelease ends agent's claim as `bd unclaim` does: back to open with
-// an empty assignee (CAS on row_lock), the lease row deleted, an
-// unclaimed event (the reason, when given, in its comment), and the Dolt
-// commit "bd: unclaim ID".
-func (t *txn) doltRelease(req ReleaseRequest, c claimEvent) (Released, error) {
-	r, err := t.read(req.ID)
-	if err != nil {
-		return Released{}, err
-	}
+// doltRelease ends agent's claim of r as `bd unclaim` does: back to open
+// with an empty assignee (CAS on row_lock), the lease row deleted, an
+// unclaimed event with comment (bd-claim's reason; NULL as bd writes it
+// for none), and the Dolt commit "bd: unclaim ID".
+func (t *txn) doltRelease(r *row, agent string, comment sql.NullString) error {
 	lock := newRowLock()
-	n, err := t.dq.IssueUnclaimSet(t.ctx, t.conn, dolt.IssueUnclaimSetParams{Now: t.now, NewRowLock: lock, ID: req.ID, RowLock: r.dolt.rowLock})
+	n, err := t.dq.IssueUnclaimSet(t.ctx, t.conn, dolt.IssueUnclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock})
 	if err == nil && n != 1 {
 		err = errChanged
 	}
 	if err == nil {
-		err = t.dq.LeaseDelete(t.ctx, t.conn, req.ID)
+		err = t.dq.LeaseDelete(t.ctx, t.conn, r.ID)
+	}
+	if err == nil {
+		newValue := `{"assignee":"","status":"open"}` // bd marshals map[string]string, keys sorted
+		err = t.doltEvent(r.ID, "unclaimed", agent, text(r.dolt.json), text(newValue), comment)
+	}
+	t.commit = "bd: unclaim " + r.ID
+	t.landed = &landed{id: r.ID, rowLock: lock}
+	r.Status, r.Assignee, r.UpdatedAt = "open", "", doltAt(t.now)
+	return err
+}
+
+// doltExpire ends the expired claim of r by holder as `bd reclaim` does:
+// back to open with a NULL assignee (CAS on row_lock), the lease row
+// deleted, a lease_reclaimed event (old_value the holder, new_value ”)
+// with bd-claim's note in its comment. r is read again: a takeover claims
+// the issue as it now is. Its Dolt commit is the caller's.
+func (t *txn) doltExpire(r *row, actor, holder, comment string) error {
+	lock := newRowLock()
+	n, err := t.dq.IssueReclaimSet(t.ctx, t.conn, dolt.IssueReclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock})
+	if err == nil && n != 1 {
+		err = errChanged
+	}
+	if err == nil {
+		err = t.dq.LeaseDelete(t.ctx, t.conn, r.ID)
+	}
+	if err == nil {
+		err = t.doltEvent(r.ID, "lease_reclaimed", actor, text(holder), text(""), text(comment))
 	}
 	if err != nil {
-		return Released{}, err
+		return err
 	}
-	var comment sql.NullString
-	if req.Reason != "" {
-		comment = text(releasedPrefix + req.Reason)
+	t.landed = &landed{id: r.ID, rowLock: lock}
+	fresh, err := t.read(r.ID)
+	if err == nil {
+		*r = *fresh
 	}
-	newValue := `{"assignee":"","status":"open"}` // bd marshals map[string]string, keys sorted
-	if err := t.doltEvent(req.ID, "unclaimed", req.Agent, text(r.dolt.json), text(newValue), comment); err != nil {
-		return Released{}, err
-	}
-	t.commit = "bd: unclaim " + req.ID
-	t.landed = &landed{id: req.ID, rowLock: lock}
-	r.Status, r.Assignee, r.UpdatedAt = "open", "", doltAt(t.now)
-	return Released{Issue: &r.Issue, ClaimID: c.ID}, nil
+	return err
 }
 
 // doltRenew extends agent's lease of issue id (claim c) as `bd heartbeat`
@@ -407,7 +472,7 @@ func doltAt(t time.Time) string { return t.UTC().Round(time.Second).Format(time.
 
 // notOnDolt refuses a command bd-claim does not do on Dolt workspaces yet.
 func notOnDolt(what string) error {
-	return Errorf(EInvalid, "%s is not supported on Dolt workspaces yet (claim, --id, --dry-run, --explain, release without --failed and heartbeat are)", what)
+	return Errorf(EInvalid, "%s is not supported on Dolt workspaces yet (every other command and flag is)", what)
 }
 
 // landed identifies a write by the random row_lock it gave an issue.

@@ -63,26 +63,32 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 	conn := w.DB(t)
 	ctx := context.Background()
 	ok := func(_ Result, err error) error { return err }
+	expire := func(id string) {
+		_, err := conn.Exec("UPDATE leases SET lease_expires_at = '2000-01-01 00:00:00' WHERE issue_id = ?", id)
+		assert.NilError(t, err)
+	}
+	abandoning := &Policy{BackoffInitial: time.Minute, BackoffMultiplier: 2, BackoffMax: time.Hour, MaxFailures: 1, AbandonedLabel: "claim:abandoned"}
 	for n, tc := range []struct {
-		name  string
-		setup func(s *Store, id string)
-		op    func(s *Store, id, label string) error
+		name   string
+		policy *Policy
+		setup  func(s *Store, id string)
+		op     func(s *Store, id, label string) error
 	}{
-		{"claim next", nil, func(s *Store, _, label string) error {
+		{"claim next", nil, nil, func(s *Store, _, label string) error {
 			return ok(s.Claim(ctx, Request{Agent: "a", Filters: Filters{IncludeLabels: []string{label}}}))
 		}},
-		{"claim --id, max held", nil, func(s *Store, id, _ string) error { return ok(s.Claim(ctx, Request{Agent: "a", ID: id, MaxHeld: 2})) }},
-		{"claim next, hybrid order", nil, func(s *Store, _, label string) error {
+		{"claim --id, max held", nil, nil, func(s *Store, id, _ string) error { return ok(s.Claim(ctx, Request{Agent: "a", ID: id, MaxHeld: 2})) }},
+		{"claim next, hybrid order", nil, nil, func(s *Store, _, label string) error {
 			return ok(s.Claim(ctx, Request{Agent: "a", Filters: Filters{IncludeLabels: []string{label}, Sort: SortHybrid}}))
 		}},
-		{"dry run", nil, func(s *Store, _, label string) error {
+		{"dry run", nil, nil, func(s *Store, _, label string) error {
 			return ok(s.Claim(ctx, Request{Agent: "a", DryRun: true, Filters: Filters{IncludeLabels: []string{label}}}))
 		}},
-		{"re-claim with a lease", func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+		{"re-claim with a lease", nil, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
 			func(s *Store, id, _ string) error {
 				return ok(s.Claim(ctx, Request{Agent: "w", ID: id, Lease: time.Hour}))
 			}},
-		{"refused: held", func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+		{"refused: held", nil, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
 			func(s *Store, id, _ string) error {
 				_, err := s.Claim(ctx, Request{Agent: "x", ID: id})
 				if ErrorCode(err) == EAlready {
@@ -90,21 +96,48 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 				}
 				return err
 			}},
-		{"release with a reason", func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+		{"release with a reason", nil, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
 			func(s *Store, id, _ string) error {
 				_, err := s.Release(ctx, ReleaseRequest{Agent: "w", ID: id, Reason: "later"})
 				return err
 			}},
-		{"heartbeat", func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+		{"heartbeat", nil, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
 			func(s *Store, id, _ string) error { return ok(s.Heartbeat(ctx, HeartbeatRequest{Agent: "w", ID: id})) }},
-		{"heartbeat of a claim without a lease row", func(s *Store, id string) {
+		{"heartbeat of a claim without a lease row", nil, func(s *Store, id string) {
 			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
 			_, err := conn.Exec("DELETE FROM leases WHERE issue_id = ?", id)
 			assert.NilError(t, err)
 		}, func(s *Store, id, _ string) error {
 			return ok(s.Heartbeat(ctx, HeartbeatRequest{Agent: "w", ID: id, Lease: time.Minute}))
 		}},
-		{"explain", nil, func(s *Store, _, label string) error {
+		{"release --failed, abandoning", abandoning, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+			func(s *Store, id, _ string) error {
+				_, err := s.Release(ctx, ReleaseRequest{Agent: "w", ID: id, Failed: true, Reason: "boom"})
+				return err
+			}},
+		{"reset of an abandoned issue", abandoning, func(s *Store, id string) {
+			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
+			must[Released](t)(s.Release(ctx, ReleaseRequest{Agent: "w", ID: id, Failed: true}))
+		}, func(s *Store, id, _ string) error {
+			_, err := s.Reset(ctx, ResetRequest{Actor: "h", ID: id})
+			return err
+		}},
+		{"takeover of an expired lease", nil, func(s *Store, id string) {
+			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
+			expire(id)
+		}, func(s *Store, id, _ string) error { return ok(s.Claim(ctx, Request{Agent: "x", ID: id})) }},
+		{"reap", nil, func(s *Store, id string) {
+			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
+			expire(id)
+		}, func(s *Store, _, _ string) error {
+			_, err := s.Reap(ctx, "r", false)
+			return err
+		}},
+		{"stats", abandoning, nil, func(s *Store, _, _ string) error {
+			_, err := s.Stats(ctx)
+			return err
+		}},
+		{"explain", nil, nil, func(s *Store, _, label string) error {
 			_, err := s.Explain(ctx, Request{Agent: "a", MaxHeld: 1, Filters: Filters{IncludeLabels: []string{label}}})
 			return err
 		}},
@@ -113,7 +146,7 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 			label := fmt.Sprintf("case%d", n)
 			id := w.Prefix + "-" + label
 			insertLabelled(t, conn, id, label)
-			s := openDoltAt(t, w, 0, Options{})
+			s := openDoltAt(t, w, 0, Options{Policy: tc.policy})
 			if tc.setup != nil {
 				tc.setup(s, id)
 			}
@@ -190,7 +223,7 @@ func TestDoltCommit(t *testing.T) {
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 0)
 	w1, err := s.doltWriter(ctx)
 	assert.NilError(t, err)
-	assert.NilError(t, s.doltCommit(ctx, w1, "bd: nothing", "commit"))
+	assert.NilError(t, s.doltCommit(ctx, w1, "bd: nothing", false, "commit"))
 	w1.done()
 	assert.Equal(t, commits(), before+2)
 
@@ -297,11 +330,21 @@ func TestDoltGuards(t *testing.T) {
 	must[Released](t)(s.Release(ctx, ReleaseRequest{Agent: "a", ID: w.Prefix + "-a"}))
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'unclaimed'", w.Prefix+"-a"), 1)
 
+	// A takeover whose reclaim finds the issue changed starts again.
+	must[Result](t)(s.Claim(ctx, Request{Agent: "a", ID: w.Prefix + "-a"}))
+	_, err := conn.Exec("UPDATE leases SET lease_expires_at = '2000-01-01 00:00:00' WHERE issue_id = ?", w.Prefix+"-a")
+	assert.NilError(t, err)
+	once.Store(1)
+	s.faults = func(h db.DBTX) db.DBTX { return rewriting{DBTX: h, from: "IssueReclaimSet", n: once, zero: true} }
+	res = must[Result](t)(s.Claim(ctx, Request{Agent: "c", ID: w.Prefix + "-a"}))
+	assert.Equal(t, res.TookOver.Agent, "a")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'lease_reclaimed'", w.Prefix+"-a"), 1)
+
 	before := claimtest.DoltRows(t, conn)
 	s.faults = func(h db.DBTX) db.DBTX {
 		return rewriting{DBTX: h, from: "CAST((SELECT COALESCE(JSON_ARRAYAGG(labels.label), '[]')", to: `CAST((SELECT '{"not":"a list"}'`}
 	}
-	_, err := s.Claim(ctx, Request{Agent: "b", ID: w.Prefix + "-b"})
+	_, err = s.Claim(ctx, Request{Agent: "b", ID: w.Prefix + "-b"})
 	assert.ErrorContains(t, err, "labels of "+w.Prefix+"-b")
 	assert.DeepEqual(t, claimtest.DoltRows(t, conn), before)
 

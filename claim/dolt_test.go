@@ -2,8 +2,10 @@ package claim_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 
@@ -52,4 +54,142 @@ func TestDoltClaimSmoke(t *testing.T) {
 	assert.Equal(t, shown[0].Status, "in_progress")
 	_ = low
 	_ = strings.Contains
+}
+
+// The failure policy, takeover, reap, reset and stats on a Dolt workspace,
+// at a clock the test moves: a failed release is bd unclaim's move with
+// bd-claim's reason, backoff and abandonment follow it, the abandoned label
+// and the reclaims are bd's own footprints, and bd sees every step.
+func TestDoltLifecycle(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "lc")
+	conn := w.DB(t)
+	ctx := context.Background()
+	a := bdCreate(t, w, "flaky", "-p", "1")
+	var offset time.Duration
+	now := func() time.Time { return time.Now().Add(offset) }
+	policy := claim.Policy{BackoffInitial: time.Minute, BackoffMultiplier: 2, BackoffMax: time.Hour, MaxFailures: 2, AbandonedLabel: "claim:abandoned"}
+	s := doltStore(t, w, claim.Options{Now: now, Policy: &policy})
+	lastCommit := func() (msg string) {
+		assert.NilError(t, conn.QueryRow("SELECT message FROM dolt_log LIMIT 1").Scan(&msg))
+		return msg
+	}
+	row := func(id string) (r struct {
+		status, assignee string
+		leases           int
+	}) {
+		assert.NilError(t, conn.QueryRow("SELECT status, COALESCE(assignee, '<null>'), (SELECT count(*) FROM leases WHERE issue_id = ?) FROM issues WHERE id = ?", id, id).
+			Scan(&r.status, &r.assignee, &r.leases))
+		return r
+	}
+
+	// A failed attempt: bd unclaim's footprint, the reason in the comment, then backoff.
+	c := mustClaim(t, s, claim.Request{Agent: "agent-1"})
+	assert.Equal(t, c.Issue.ID, a)
+	rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: "agent-1", ID: a, Failed: true, Reason: "boom"})
+	assert.NilError(t, err)
+	assert.Equal(t, rel.Failures, 1)
+	assert.Assert(t, rel.RetryAt != nil && rel.RetryAt.Sub(now()) > 50*time.Second && rel.RetryAt.Sub(now()) <= time.Minute, "%v", rel.RetryAt)
+	assert.Equal(t, row(a), struct {
+		status, assignee string
+		leases           int
+	}{"open", "", 0})
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'unclaimed' AND comment = 'bd-claim failed: boom'", a), 1)
+	assert.Equal(t, lastCommit(), "bd: unclaim "+a)
+	res, err := s.Claim(ctx, claim.Request{Agent: "agent-2"})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue == nil, "in backoff: %v", res.Issue)
+	_, err = s.Claim(ctx, claim.Request{Agent: "agent-2", ID: a})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable)
+	assert.ErrorContains(t, err, "in backoff until")
+	st, err := s.Stats(ctx)
+	assert.NilError(t, err)
+	assert.Equal(t, len(st.Backoff), 1)
+	assert.Equal(t, st.Backoff[0].ID+"/"+strconv.Itoa(st.Backoff[0].Failures), a+"/1")
+	assert.Equal(t, st.Ready, 0)
+
+	// After the backoff, the second failure abandons it: bd's label add.
+	offset = 2 * time.Minute
+	mustClaim(t, s, claim.Request{Agent: "agent-2", ID: a})
+	rel, err = s.Release(ctx, claim.ReleaseRequest{Agent: "agent-2", ID: a, Failed: true})
+	assert.NilError(t, err)
+	assert.Assert(t, rel.Abandoned && rel.Failures == 2 && rel.RetryAt == nil, "%+v", rel)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM labels WHERE issue_id = ? AND label = 'claim:abandoned'", a), 1)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'label_added' AND comment = 'Added label: claim:abandoned'", a), 1)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status"), 0, "the label is in the Dolt commit")
+	assert.Equal(t, lastCommit(), "bd: unclaim "+a)
+	var shown []struct{ Labels []string }
+	w.JSON(&shown, "show", a)
+	assert.DeepEqual(t, shown[0].Labels, []string{"claim:abandoned"})
+	st, err = s.Stats(ctx)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, st.Abandoned, []claim.Abandoned{{ID: a, Failures: 2, Labelled: true}})
+	assert.Equal(t, st.LastHour, claim.EventCounts{Claims: 2, Releases: 0, Failures: 2, Reclaims: 0})
+	offset = 3 * time.Hour
+	res, err = s.Claim(ctx, claim.Request{Agent: "agent-2"})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue == nil, "abandoned: %v", res.Issue)
+
+	// A reset clears both; the label goes as bd's label remove.
+	reset, err := s.Reset(ctx, claim.ResetRequest{Actor: "human", ID: a})
+	assert.NilError(t, err)
+	assert.Assert(t, reset.Cleared == 2 && reset.Label, "%+v", reset)
+	assert.Equal(t, lastCommit(), "bd: label remove "+a)
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM labels WHERE issue_id = ?", a), 0)
+	reset, err = s.Reset(ctx, claim.ResetRequest{Actor: "human", ID: a})
+	assert.NilError(t, err)
+	assert.Assert(t, reset.Cleared == 0 && !reset.Label, "nothing left to reset: %+v", reset)
+
+	// Takeover at the lease's expiry: bd reclaim's footprint, then the claim.
+	offset += time.Second
+	first := mustClaim(t, s, claim.Request{Agent: "agent-3", Lease: time.Minute})
+	assert.Equal(t, first.Issue.ID, a)
+	res, err = s.Claim(ctx, claim.Request{Agent: "agent-4"})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue == nil, "the lease runs: %v", res.Issue)
+	offset += 2 * time.Minute
+	took := mustClaim(t, s, claim.Request{Agent: "agent-4"})
+	assert.Equal(t, took.Issue.ID, a)
+	assert.Assert(t, took.TookOver != nil && took.TookOver.Agent == "agent-3" && took.TookOver.ClaimID == first.ClaimID, "%+v", took.TookOver)
+	assert.Assert(t, took.ClaimID != first.ClaimID)
+	assert.Equal(t, row(a), struct {
+		status, assignee string
+		leases           int
+	}{"in_progress", "agent-4", 1})
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'lease_reclaimed' AND old_value = 'agent-3' AND new_value = '' AND comment LIKE 'bd-claim expired: lease of agent-3 (claim %) ended %; taken over by agent-4'", a), 1)
+	assert.Equal(t, lastCommit(), "bd: claim ready "+a)
+	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "agent-3", ID: a, ClaimID: first.ClaimID})
+	assert.Equal(t, claim.ErrorCode(err), claim.EAlready, "the old holder is fenced off: %v", err)
+
+	// bd's own claim (bd's 5-minute lease) expires and is reaped, with bd-claim's.
+	b := bdCreate(t, w, "bd's", "-p", "2")
+	w.As("agent-5").OK("update", b, "--claim")
+	offset += 10 * time.Minute
+	st, err = s.Stats(ctx)
+	assert.NilError(t, err)
+	assert.Equal(t, len(st.ExpiredLeases), 2, "%+v", st.ExpiredLeases)
+	assert.Equal(t, len(st.InProgress), 2)
+	assert.Assert(t, st.InProgress[0].Agent == "agent-4" && st.InProgress[0].Issues[0].ClaimedAt != nil && st.InProgress[0].Issues[0].Expired)
+	listed, err := s.Reap(ctx, "reaper", true)
+	assert.NilError(t, err)
+	assert.Equal(t, len(listed), 2)
+	assert.Equal(t, row(b).status, "in_progress", "a dry run writes nothing")
+	reaped, err := s.Reap(ctx, "reaper", false)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, reaped, listed)
+	assert.Equal(t, row(a), struct {
+		status, assignee string
+		leases           int
+	}{"open", "<null>", 0})
+	assert.Equal(t, row(b), struct {
+		status, assignee string
+		leases           int
+	}{"open", "<null>", 0})
+	assert.Equal(t, lastCommit(), "bd: reclaim 2 expired lease(s)")
+	var ready []struct{ ID string }
+	w.JSON(&ready, "ready")
+	assert.Equal(t, len(ready), 2, "bd ready lists both again")
+	st, err = s.Stats(ctx)
+	assert.NilError(t, err)
+	assert.Equal(t, st.LastHour.Reclaims, 3)
+	assert.Equal(t, st.Ready, 2)
 }

@@ -34,6 +34,11 @@ type flavor struct {
 	claimEvent string          // the event type of a claim
 	eventTime  string          // layout of events.created_at, comments.created_at and the database's datetime()
 	rowTime    string          // layout of issues.updated_at and dirty_issues.marked_at
+	history    history         // how the failure policy reads failed attempts
+	// notBlocked is bd's blocked rule; leaseExpired is true, as of now,
+	// for an in_progress issue i whose lease has ended (a takeover).
+	notBlocked   rule
+	leaseExpired func(now time.Time) sq.Sqlizer
 
 	// bd ready's exclusions: those that do not change with the clock
 	// (built once), the types it never lists (unless --type asks), and
@@ -128,8 +133,11 @@ func sqliteFlavor(v Version, columns map[string]bool, idPatterns string) flavor 
 	f := flavor{
 		version: v, columns: columns, dependsOn: "depends_on_id",
 		hash: modernHash, payload: modernJSON, claimEvent: "status_changed",
-		eventTime: sqliteTime, rowTime: rowTime,
-		deferred: columns["defer_until"] && v.AtLeast(0, 43, 0),
+		eventTime: sqliteTime, rowTime: rowTime, history: sqliteHistory,
+		notBlocked: rule{"blocked", "it is blocked by an open dependency (blocked_issues_cache)",
+			sq.Expr("NOT EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = i.id)")},
+		leaseExpired: leaseExpired,
+		deferred:     columns["defer_until"] && v.AtLeast(0, 43, 0),
 	}
 	if !v.AtLeast(0, 30, 7) { // bd up to v0.30.6 hashes nine fields and a raw external_ref
 		f.hash, f.payload = legacyHash, legacyJSON

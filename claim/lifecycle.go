@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bdclaim/bd-claim/db"
+	"github.com/bdclaim/bd-claim/db/dolt"
 )
 
 // Released is the outcome of a release.
@@ -43,9 +44,6 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 	if err := req.Validate(); err != nil {
 		return Released{}, err
 	}
-	if req.Failed && s.flavor.dolt {
-		return Released{}, notOnDolt("release --failed")
-	}
 	var out Released
 	err := s.write(ctx, "release an issue", func(t *txn) error {
 		out = Released{}
@@ -53,24 +51,12 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 		if err != nil {
 			return err
 		}
-		if t.flavor.dolt {
-			out, err = t.doltRelease(req, c)
-			return err
-		}
 		r, err := t.read(req.ID)
 		if err != nil {
 			return err
 		}
 		out.Issue, out.ClaimID = &r.Issue, c.ID
-		reason := req.Reason
-		if reason == "" {
-			reason = "no reason given"
-		}
-		prefix := releasedPrefix
-		if req.Failed {
-			prefix = failedPrefix
-		}
-		if _, err := t.transition(r, move{actor: req.Agent, status: "open", event: "status_changed", comment: prefix + reason}); err != nil {
+		if err := t.unclaim(r, req); err != nil {
 			return err
 		}
 		if !req.Failed {
@@ -79,6 +65,7 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 			}
 			return t.comment(r.ID, req.Agent, fmt.Sprintf("bd-claim: %s released the issue: %s", req.Agent, req.Reason))
 		}
+		reason := cmp.Or(req.Reason, noReason)
 		a, err := t.attempts(r.ID)
 		if err != nil {
 			return err
@@ -98,9 +85,36 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 	return out, err
 }
 
+// noReason is the reason of a failed release that gives none.
+const noReason = "no reason given"
+
+// unclaim writes agent's release of r: in_progress → open and unassigned,
+// with the reason in the event's comment, as the flavor records a release
+// (a failed one counts towards the backoff).
+func (t *txn) unclaim(r *row, req ReleaseRequest) error {
+	prefix := releasedPrefix
+	if req.Failed {
+		prefix = failedPrefix
+	}
+	if t.flavor.dolt {
+		var comment sql.NullString
+		if req.Reason != "" || req.Failed { // bd unclaim leaves it NULL
+			comment = text(prefix + cmp.Or(req.Reason, noReason))
+		}
+		return t.doltRelease(r, req.Agent, comment)
+	}
+	_, err := t.transition(r, move{actor: req.Agent, status: "open", event: "status_changed", comment: prefix + cmp.Or(req.Reason, noReason)})
+	return err
+}
+
 // comment adds a comment as `bd comments add` does, so that bd show lists
-// it and bd export carries it.
+// it and bd export carries it. On Dolt it adds none: the events' comments
+// carry bd-claim's notes there (bd v1.3's comments need ids and times of
+// their own that bd-claim does not reproduce yet).
 func (t *txn) comment(id, author, text string) error {
+	if t.flavor.dolt {
+		return nil
+	}
 	err := t.q.CommentInsert(t.ctx, t.conn, db.CommentInsertParams{IssueID: id, Author: author, Text: text, CreatedAt: t.flavor.eventAt(t.now)})
 	if err == nil {
 		err = t.dirty(id, t.flavor.rowAt(t.now))
@@ -113,27 +127,44 @@ func (t *txn) comment(id, author, text string) error {
 // updated_at nor the content hash changes. It does nothing when there is
 // nothing to change.
 func (t *txn) label(r *row, actor, label string, add bool) error {
-	var n int64
-	var err error
-	event, comment := "label_added", "Added label: "+label
-	if add {
-		n, err = t.q.LabelAdd(t.ctx, t.conn, db.LabelAddParams{IssueID: r.ID, Label: label})
-	} else {
-		event, comment = "label_removed", "Removed label: "+label
-		n, err = t.q.LabelRemove(t.ctx, t.conn, db.LabelRemoveParams{IssueID: r.ID, Label: label})
-	}
+	n, err := t.labelSet(r.ID, label, add)
 	if err != nil || n == 0 {
 		return err
+	}
+	verb, event, comment := "add", "label_added", "Added label: "+label
+	if !add {
+		verb, event, comment = "remove", "label_removed", "Removed label: "+label
 	}
 	r.Labels = slices.DeleteFunc(r.Labels, func(l string) bool { return l == label })
 	if add {
 		r.Labels = append(r.Labels, label)
 		slices.Sort(r.Labels)
 	}
+	if t.flavor.dolt {
+		t.labels = true
+		if t.commit == "" { // bd's message; a release's own message covers it
+			t.commit = "bd: label " + verb + " " + r.ID
+		}
+		return t.doltEvent(r.ID, event, actor, sql.NullString{}, sql.NullString{}, text(comment))
+	}
 	if _, err = t.event(r.ID, event, actor, sql.NullString{}, sql.NullString{}, comment); err == nil {
 		err = t.dirty(r.ID, t.flavor.rowAt(t.now))
 	}
 	return err
+}
+
+// labelSet adds or removes the label row: 0 when there was nothing to
+// change.
+func (t *txn) labelSet(id, label string, add bool) (int64, error) {
+	switch {
+	case t.flavor.dolt && add:
+		return t.dq.LabelAdd(t.ctx, t.conn, dolt.LabelAddParams{IssueID: id, Label: label})
+	case t.flavor.dolt:
+		return t.dq.LabelRemove(t.ctx, t.conn, dolt.LabelRemoveParams{IssueID: id, Label: label})
+	case add:
+		return t.q.LabelAdd(t.ctx, t.conn, db.LabelAddParams{IssueID: id, Label: label})
+	}
+	return t.q.LabelRemove(t.ctx, t.conn, db.LabelRemoveParams{IssueID: id, Label: label})
 }
 
 // renew writes a new lease into the comment of agent's claim c of issue
@@ -205,9 +236,6 @@ func (s *Store) Reset(ctx context.Context, req ResetRequest) (Reset, error) {
 	if err := req.Validate(); err != nil {
 		return Reset{}, err
 	}
-	if s.flavor.dolt {
-		return Reset{}, notOnDolt("reset")
-	}
 	var out Reset
 	err := s.write(ctx, "reset an issue", func(t *txn) error {
 		r, err := t.read(req.ID)
@@ -219,13 +247,7 @@ func (s *Store) Reset(ctx context.Context, req ResetRequest) (Reset, error) {
 		if err != nil || (a.Failures == 0 && !a.Labelled) {
 			return err
 		}
-		updated := t.flavor.updatedAt(t.now, r.UpdatedAt)
-		if _, err := t.q.IssueTouch(t.ctx, t.conn, db.IssueTouchParams{UpdatedAt: updated, ID: req.ID}); err != nil {
-			return err
-		}
-		r.UpdatedAt = updated
-		if _, err := t.event(req.ID, "commented", req.Actor, sql.NullString{}, sql.NullString{},
-			fmt.Sprintf("%scleared %s", resetPrefix, plural(a.Failures, "failed attempt"))); err != nil {
+		if err := t.resetMark(r, req.Actor, fmt.Sprintf("%scleared %s", resetPrefix, plural(a.Failures, "failed attempt"))); err != nil {
 			return err
 		}
 		if err := t.label(r, req.Actor, t.policy.AbandonedLabel, false); err != nil {
@@ -234,6 +256,22 @@ func (s *Store) Reset(ctx context.Context, req ResetRequest) (Reset, error) {
 		return t.comment(req.ID, req.Actor, fmt.Sprintf("bd-claim: %s reset the attempt history (%s cleared)", req.Actor, plural(a.Failures, "failed attempt")))
 	})
 	return out, err
+}
+
+// resetMark records a reset: failed attempts before it stop counting. On
+// SQLite the issue is touched (bd's AddComment does) and a commented event
+// marks the place; on Dolt only the event (events are not versioned).
+func (t *txn) resetMark(r *row, actor, comment string) error {
+	if t.flavor.dolt {
+		return t.doltEvent(r.ID, "commented", actor, sql.NullString{}, sql.NullString{}, text(comment))
+	}
+	updated := t.flavor.updatedAt(t.now, r.UpdatedAt)
+	if _, err := t.q.IssueTouch(t.ctx, t.conn, db.IssueTouchParams{UpdatedAt: updated, ID: r.ID}); err != nil {
+		return err
+	}
+	r.UpdatedAt = updated
+	_, err := t.event(r.ID, "commented", actor, sql.NullString{}, sql.NullString{}, comment)
+	return err
 }
 
 // Expired is a claim whose lease ended.
@@ -256,6 +294,9 @@ func (t *txn) expire(r *row, actor string, h Holder, next string) error {
 	if h.LeaseUntil != nil {
 		note = fmt.Sprintf("lease of %s (claim %d) ended %s; %s", h.Agent, h.ClaimID, h.LeaseUntil.Format(time.RFC3339), next)
 	}
+	if t.flavor.dolt {
+		return t.doltExpire(r, actor, h.Agent, expiredPrefix+note)
+	}
 	if _, err := t.transition(r, move{actor: actor, status: "open", event: "status_changed", comment: expiredPrefix + note}); err != nil {
 		return err
 	}
@@ -265,9 +306,6 @@ func (t *txn) expire(r *row, actor string, h Holder, next string) error {
 // Reap returns every claim whose lease has expired to open, in one
 // transaction; with dryRun it only lists them.
 func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired, error) {
-	if s.flavor.dolt {
-		return nil, notOnDolt("reap")
-	}
 	if err := ValidateAgent(actor); err != nil {
 		return nil, err
 	}
@@ -297,6 +335,9 @@ func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired,
 			if err := t.expire(r, actor, Holder{Agent: e.Holder, ClaimID: e.ClaimID, LeaseUntil: &e.LeaseUntil}, "reaped by "+actor); err != nil {
 				return err
 			}
+		}
+		if len(out) > 0 && t.flavor.dolt {
+			t.commit = fmt.Sprintf("bd: reclaim %d expired lease(s)", len(out)) // bd reclaim's message
 		}
 		return nil
 	})

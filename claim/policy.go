@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -34,8 +35,8 @@ var DefaultPolicy = Policy{
 // attempts (since the last reset), the latest at last, ends, in unix
 // seconds: initial × multiplier^(n-1), capped at BackoffMax. It is SQL
 // with its arguments.
-func (p Policy) retryAt(n, last string) (string, []any) {
-	return "(unixepoch(" + last + ") + min(?, ? * pow(?, " + n + " - 1)))",
+func (p Policy) retryAt(h history, n, last string) (string, []any) {
+	return "(" + fmt.Sprintf(h.unixTime, last) + " + " + h.least + "(?, ? * pow(?, " + n + " - 1)))",
 		[]any{p.BackoffMax.Seconds(), p.BackoffInitial.Seconds(), p.BackoffMultiplier}
 }
 
@@ -55,19 +56,19 @@ const labelled = "EXISTS (SELECT 1 FROM labels l WHERE l.issue_id = i.id AND l.l
 // a failed attempt, and an abandoned one (max-failures reached, or carrying
 // the abandoned label) waits for a reset. Both are checked last by
 // claim-next (see readySpec.next).
-func (p Policy) rules(now time.Time) []rule {
+func (p Policy) rules(h history, now time.Time) []rule {
 	var rules []rule
 	if p.BackoffInitial > 0 {
-		retry, args := p.retryAt("n", "last")
+		retry, args := p.retryAt(h, "n", "last")
 		rules = append(rules, rule{"backoff", "it is in backoff after a failed attempt", sq.Expr(
-			"(NOT EXISTS ("+anyFailure+") OR NOT EXISTS (SELECT 1 FROM ("+failures+") WHERE n > 0 AND "+retry+" > ?))",
+			"(NOT EXISTS ("+h.anyFailure+") OR NOT EXISTS (SELECT 1 FROM ("+h.failures+") f WHERE n > 0 AND "+retry+" > ?))",
 			append(args, unixSeconds(now))...)})
 	}
 	abandoned := sq.Expr("NOT "+labelled, p.AbandonedLabel)
 	reason := "it is abandoned: it has the label " + p.AbandonedLabel + " (bd-claim reset clears it)"
 	if p.MaxFailures > 0 {
 		exhausted, args := p.exhausted("n")
-		abandoned = sq.Expr("(NOT "+labelled+" AND (NOT EXISTS ("+anyFailure+") OR NOT (SELECT "+exhausted+" FROM ("+failures+"))))",
+		abandoned = sq.Expr("(NOT "+labelled+" AND (NOT EXISTS ("+h.anyFailure+") OR NOT (SELECT "+exhausted+" FROM ("+h.failures+") f)))",
 			append([]any{p.AbandonedLabel}, args...)...)
 		reason = "it is abandoned: it has the label " + p.AbandonedLabel + " or " + strconv.Itoa(p.MaxFailures) + " failed attempts (bd-claim reset clears them)"
 	}
@@ -88,13 +89,13 @@ type failureHistory struct {
 // attempts selects id, failures, last failure, retry_at (unix seconds),
 // in backoff (at now), exhausted and labelled for the issues i that where
 // selects.
-func (p Policy) attempts(where sq.Sqlizer, now time.Time) sq.SelectBuilder {
+func (p Policy) attempts(h history, where sq.Sqlizer, now time.Time) sq.SelectBuilder {
 	inner := sq.Select("i.id").
-		Column("(SELECT n FROM (" + failures + ")) AS n").
-		Column("COALESCE((SELECT last FROM (" + failures + ")), '') AS last").
+		Column("(SELECT n FROM (" + h.failures + ") f) AS n").
+		Column("COALESCE((SELECT last FROM (" + h.failures + ") f), '') AS last").
 		Column(sq.Expr(labelled+" AS labelled", p.AbandonedLabel)).
 		From("issues i").Where(where)
-	retry, args := p.retryAt("n", "NULLIF(last, '')")
+	retry, args := p.retryAt(h, "n", "NULLIF(last, '')")
 	exhausted, eargs := p.exhausted("n")
 	return sq.Select("id", "n", "last").
 		Column(sq.Expr("COALESCE("+retry+", 0)", args...)).

@@ -23,7 +23,7 @@ func TestPolicyBackoff(t *testing.T) {
 		t.Helper()
 		n := strconv.Itoa(failures)
 		var retry float64
-		retrySQL, rargs := p.retryAt(n, "'"+last+"'")
+		retrySQL, rargs := p.retryAt(sqliteHistory, n, "'"+last+"'")
 		exhaustedSQL, eargs := p.exhausted(n)
 		query, args := sq.Select().Column(sq.Expr(retrySQL, rargs...)).Column(sq.Expr(exhaustedSQL, eargs...)).MustSql()
 		assert.NilError(t, conn.QueryRow(query, args...).Scan(&retry, &exhausted))

@@ -139,15 +139,43 @@ func (c claimEvent) lease() *Lease {
 	return &Lease{Until: until, Duration: c.leaseFor}
 }
 
-// failures counts the failed attempts of issue i since its last reset (n)
-// and gives the time of the latest (last): lookups in
-// idx_events_issue_type, whatever the size of events.
-const failures = `SELECT count(*) AS n, max(f.created_at) AS last FROM events f
-	WHERE f.issue_id = i.id AND f.event_type = 'status_changed' AND f.comment LIKE ` + failedLike + `
-	  AND f.id > COALESCE((SELECT max(r.id) FROM events r
-	      WHERE r.issue_id = i.id AND r.event_type = 'commented' AND r.comment LIKE ` + resetLike + `), 0)`
+// history is how a flavor's SQL reads the failed attempts of the
+// protocol: built once per flavor by newHistory, the one spelling of the
+// failure and reset rules.
+type history struct {
+	// failures selects (n, last): the failed attempts of issue i since its
+	// last reset, and the time of the latest; lookups by issue in events,
+	// whatever the size of the table.
+	failures string
+	// anyFailure selects 1 for any failed attempt of issue i: one range of
+	// the index, which spares the common issue without failures the
+	// counting of failures.
+	anyFailure string
+	unixTime   string // a datetime expression (the %s) as unix seconds
+	least      string // the SQL function of the lesser of two numbers
+}
 
-// anyFailure finds any failed attempt of issue i: one range of
-// idx_events_issue_type, which spares the common issue without failures
-// the counting of failures.
-const anyFailure = "SELECT 1 FROM events f WHERE f.issue_id = i.id AND f.event_type = 'status_changed' AND f.comment LIKE " + failedLike
+// newHistory spells the failure rules for a flavor whose failed release
+// is an event of type releaseEvent and whose events are ordered by the
+// column order (zero sorts before any event).
+func newHistory(releaseEvent, order, zero, unixTime, least string) history {
+	failed := "f.issue_id = i.id AND f.event_type = '" + releaseEvent + "' AND f.comment LIKE " + failedLike
+	return history{
+		failures: `SELECT count(*) AS n, max(f.created_at) AS last FROM events f
+	WHERE ` + failed + `
+	  AND f.` + order + ` > COALESCE((SELECT max(r.` + order + `) FROM events r
+	      WHERE r.issue_id = i.id AND r.event_type = 'commented' AND r.comment LIKE ` + resetLike + `), ` + zero + `)`,
+		anyFailure: "SELECT 1 FROM events f WHERE " + failed,
+		unixTime:   unixTime, least: least,
+	}
+}
+
+// The histories of the two families: SQLite's failed release is a
+// status_changed event and events are ordered by their integer id; a Dolt
+// workspace's is bd unclaim's unclaimed event, and its events (UUIDs) are
+// ordered by created_at, whole seconds: a failure recorded in the same
+// second as a reset, after it, does not count.
+var (
+	sqliteHistory = newHistory("status_changed", "id", "0", "unixepoch(%s)", "min")
+	doltHistory   = newHistory("unclaimed", "created_at", "'1970-01-01 00:00:00'", "TIMESTAMPDIFF(SECOND, '1970-01-01 00:00:00', %s)", "LEAST")
+)

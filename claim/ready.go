@@ -36,24 +36,15 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	}
 	// The IN term keeps idx_issues_status_priority usable; an in_progress
 	// issue passes only once its lease has expired (a takeover).
-	if fl.dolt {
-		// No takeover of expired leases on Dolt yet.
-		add("status", "its status is not open", sq.Expr("i.status = 'open'"))
-		add("blocked", "it is blocked by an open dependency (is_blocked)", sq.Expr("i.is_blocked = 0"))
-	} else {
-		expired := leaseExpired(now)
-		add("status", "its status is not open", sq.Expr("(i.status IN ('open', 'in_progress') AND (i.status = 'open' OR ?))", expired))
-		add("blocked", "it is blocked by an open dependency (blocked_issues_cache)", notBlocked)
-	}
+	add("status", "its status is not open", sq.Expr("(i.status IN ('open', 'in_progress') AND (i.status = 'open' OR ?))", fl.leaseExpired(now)))
+	spec.rules = append(spec.rules, fl.notBlocked)
 	if f.OnlyUnassigned {
 		add("assignee", "it is already assigned", sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.status = 'in_progress')"))
 	} else {
 		add("assignee", "it is assigned to someone else", sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.assignee = ? OR i.status = 'in_progress')", agent))
 	}
 	spec.rules = fl.readyRules(spec.rules, nowText, len(f.Types) > 0)
-	if !fl.dolt { // failures are recorded in bd-claim's event comments on SQLite only, so far
-		spec.rules = append(spec.rules, p.rules(now)...)
-	}
+	spec.rules = append(spec.rules, p.rules(fl.history, now)...)
 	for _, l := range f.IncludeLabels {
 		add("label:"+l, fmt.Sprintf("it lacks the label %q", l),
 			sq.Expr("EXISTS (SELECT 1 FROM labels l WHERE l.issue_id = i.id AND l.label = ?)", l))
@@ -81,10 +72,6 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	return spec
 }
 
-// notBlocked is bd's "blocked" rule: issue i has no open blocker in
-// blocked_issues_cache, which bd maintains.
-var notBlocked = sq.Expr("NOT EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = i.id)")
-
 // where is the conjunction of every rule.
 func (s readySpec) where() sq.And {
 	where := make(sq.And, len(s.rules))
@@ -107,14 +94,7 @@ func (s readySpec) candidates() sq.SelectBuilder {
 // sorted candidates, one at a time, until one passes (the LIMIT keeps
 // SQLite from merging the two levels).
 func (s readySpec) next() sq.SelectBuilder {
-	var cheap, costly sq.And
-	for _, r := range s.rules {
-		if r.name == "backoff" || r.name == "abandoned" {
-			costly = append(costly, r.pred)
-		} else {
-			cheap = append(cheap, r.pred)
-		}
-	}
+	cheap, costly := s.split()
 	b := sq.Select("i.id").From("issues i").Where(cheap).OrderByClause(s.order, s.args...)
 	if s.sort == SortPriority {
 		// The inner alias i shadows the outer one: the same rules apply.
@@ -128,6 +108,34 @@ func (s readySpec) next() sq.SelectBuilder {
 	}
 	// costly always holds the abandoned rule.
 	return sq.Select("i.id").FromSelect(b.Limit(1<<62), "i").Where(costly).Limit(1)
+}
+
+// split parts the rules into the cheap ones and the failure policy's,
+// which look up events and labels: those are best checked on sorted
+// candidates only, until enough pass.
+func (s readySpec) split() (cheap, costly sq.And) {
+	for _, r := range s.rules {
+		if r.name == "backoff" || r.name == "abandoned" {
+			costly = append(costly, r.pred)
+		} else {
+			cheap = append(cheap, r.pred)
+		}
+	}
+	return cheap, costly
+}
+
+// firstK selects (id, priority) of the first k claimable issues in claim
+// order. With page > 0 only the first page candidates by the cheap rules
+// are checked against the failure policy's (a Dolt server would otherwise
+// evaluate them on every row, each a lookup): fewer than k rows then means
+// look again with page 0, which checks every candidate.
+func (s readySpec) firstK(k, page uint64) sq.SelectBuilder {
+	if page == 0 {
+		return s.candidates().Column("i.priority").Limit(k)
+	}
+	cheap, costly := s.split()
+	b := sq.Select("i.id", "i.priority", "i.created_at").From("issues i").Where(cheap).OrderByClause(s.order, s.args...).Limit(page)
+	return sq.Select("i.id", "i.priority").FromSelect(b, "i").Where(costly).OrderByClause(s.order, s.args...).Limit(k)
 }
 
 // byID selects issue id when it is claimable.

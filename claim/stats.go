@@ -8,6 +8,7 @@ import (
 	sq "github.com/Masterminds/squirrel"
 
 	"github.com/bdclaim/bd-claim/db"
+	"github.com/bdclaim/bd-claim/db/dolt"
 )
 
 // Stats is the state of a workspace's claims, read in one transaction.
@@ -75,9 +76,6 @@ type PolicyJSON struct {
 
 // Stats reads the workspace's claim state as of now.
 func (s *Store) Stats(ctx context.Context) (Stats, error) {
-	if s.flavor.dolt {
-		return Stats{}, notOnDolt("stats")
-	}
 	p := s.policy
 	st := Stats{
 		ReadyByPriority: map[string]int{}, InProgress: []AgentClaims{},
@@ -97,7 +95,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 func (t *txn) stats(st *Stats) error {
 	byPriority := make([]int, PriorityBacklog+1) // bd's CHECK keeps priority in 0..4
 	spec := newReadySpec(t.flavor, "", Filters{OnlyUnassigned: true}, t.policy, t.now)
-	b := sq.Select("count(*)").Column(sq.Expr("COALESCE(sum(NOT ?), 0)", notBlocked)).From("issues i").Where("i.status = 'open'")
+	b := sq.Select("count(*)").Column(sq.Expr("COALESCE(sum(NOT ?), 0)", t.flavor.notBlocked.pred)).From("issues i").Where("i.status = 'open'")
 	if err := t.queryRow(b).Scan(&st.Open, &st.Blocked); err != nil {
 		return err
 	}
@@ -135,7 +133,7 @@ func (t *txn) stats(st *Stats) error {
 		last := &st.InProgress[len(st.InProgress)-1]
 		last.Issues = append(last.Issues, hi)
 	}
-	b = t.policy.attempts(sq.Expr("i.status = 'open'"), t.now).Where("n > 0 OR labelled").OrderBy("id")
+	b = t.policy.attempts(t.flavor.history, sq.Expr("i.status = 'open'"), t.now).Where("n > 0 OR labelled").OrderBy("id")
 	var r attemptsRow
 	err = t.each(b, r.dest(), func() {
 		switch a := r.done(t.flavor); {
@@ -148,9 +146,18 @@ func (t *txn) stats(st *Stats) error {
 	if err != nil {
 		return err
 	}
-	ev, err := t.q.EventCountsSince(t.ctx, t.conn, db.EventCountsSinceParams{
-		Since: t.flavor.eventAt(t.now.Add(-time.Hour)), Released: like(releasedPrefix), Failed: like(failedPrefix), Expired: like(expiredPrefix),
-	})
-	st.LastHour = EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}
+	st.LastHour, err = t.eventCounts(t.now.Add(-time.Hour))
 	return err
+}
+
+// eventCounts counts the lifecycle events recorded since a time.
+func (t *txn) eventCounts(since time.Time) (EventCounts, error) {
+	if t.flavor.dolt {
+		ev, err := t.dq.EventCountsSince(t.ctx, t.conn, dolt.EventCountsSinceParams{Since: since.UTC(), Failed: text(like(failedPrefix))})
+		return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}, err
+	}
+	ev, err := t.q.EventCountsSince(t.ctx, t.conn, db.EventCountsSinceParams{
+		Since: t.flavor.eventAt(since), Released: like(releasedPrefix), Failed: like(failedPrefix), Expired: like(expiredPrefix),
+	})
+	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}, err
 }

@@ -121,6 +121,7 @@ type txn struct {
 	try       int      // which try of the write transaction this is, from 1
 	commit    string   // Dolt: the message of the Dolt commit that follows the SQL commit ("" for none)
 	landed    *landed  // Dolt: how to tell whether the write landed when its COMMIT's outcome was lost
+	labels    bool     // Dolt: the write changed labels, which the Dolt commit stages too
 }
 
 func (s *Store) txn(ctx context.Context, tx *sql.Tx) *txn {
@@ -207,7 +208,7 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 		f()
 	}
 	if t.commit != "" {
-		return s.doltCommit(ctx, w, t.commit, doing)
+		return s.doltCommit(ctx, w, t.commit, t.labels, doing)
 	}
 	return nil
 }
@@ -264,6 +265,9 @@ func (t *txn) notFound(id string) error {
 
 // held lists every in_progress issue with its claim, by holder then id.
 func (t *txn) held() ([]claimEvent, error) {
+	if t.flavor.dolt {
+		return t.doltHeld()
+	}
 	var out []claimEvent
 	var c claimEvent
 	err := t.each(claims(t.now).Where("i.status = 'in_progress'").OrderBy("2, 1"), c.dest(), func() { out = append(out, c) })
@@ -273,7 +277,7 @@ func (t *txn) held() ([]claimEvent, error) {
 // attempts reads issue id's failure history as the policy judges it.
 func (t *txn) attempts(id string) (failureHistory, error) {
 	var a attemptsRow
-	err := t.queryRow(t.policy.attempts(sq.Eq{"i.id": id}, t.now)).Scan(a.dest()...)
+	err := t.queryRow(t.policy.attempts(t.flavor.history, sq.Eq{"i.id": id}, t.now)).Scan(a.dest()...)
 	return a.done(t.flavor), err
 }
 

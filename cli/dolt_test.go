@@ -97,11 +97,34 @@ func TestDoltCLILifecycle(t *testing.T) {
 	w.JSON(&after, "show", a.ID)
 	assert.Equal(t, after[0].Status+"/"+after[0].Assignee, "open/")
 
-	for _, args := range [][]string{{"stats"}, {"reap"}, {"reset", "--id", a.ID}, {"--agent", "x", "--wait", "1s"}, {"release", "--agent", "agent-1", "--id", a.ID, "--failed"}} {
-		r := doltRun(t, w, args...)
-		assert.Equal(t, r.ExitCode, 2, "%v: %s", args, r.Combined())
-		assert.Assert(t, strings.Contains(r.Stdout()+r.Stderr(), "not supported on Dolt workspaces yet"), r.Combined())
+	// The failure policy, stats, reset and reap, with the same JSON as on SQLite.
+	doltRun(t, w, "--agent", "agent-1", "--id", b.ID).Assert(t, icmd.Success)
+	r = doltRun(t, w, "release", "--agent", "agent-1", "--id", b.ID, "--failed", "--reason", "flaky")
+	r.Assert(t, icmd.Success)
+	assert.Assert(t, strings.Contains(r.Stdout(), `"failures":1`) && strings.Contains(r.Stdout(), `"retry_at":"`), r.Stdout())
+	r = doltRun(t, w, "--agent", "agent-2", "--id", b.ID)
+	assert.Equal(t, r.ExitCode, 7, r.Combined())
+	assert.Assert(t, strings.Contains(r.Stdout(), "in backoff until"), r.Stdout())
+	r = doltRun(t, w, "stats")
+	r.Assert(t, icmd.Success)
+	var st struct {
+		Ready   int
+		Backoff []struct{ ID string }
 	}
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout()), &st), r.Stdout())
+	assert.Equal(t, st.Ready, 1)
+	assert.Equal(t, len(st.Backoff), 1)
+	assert.Equal(t, st.Backoff[0].ID, b.ID)
+	r = doltRun(t, w, "reset", "--id", b.ID)
+	r.Assert(t, icmd.Success)
+	assert.Assert(t, strings.Contains(r.Stdout(), `"cleared_failures":1`), r.Stdout())
+	r = doltRun(t, w, "reap")
+	r.Assert(t, icmd.Success)
+	assert.Assert(t, strings.Contains(r.Stdout(), `"reaped":[]`), r.Stdout())
+
+	r = doltRun(t, w, "--agent", "x", "--wait", "1s")
+	assert.Equal(t, r.ExitCode, 2, r.Combined())
+	assert.Assert(t, strings.Contains(r.Stdout()+r.Stderr(), "not supported on Dolt workspaces yet"), r.Combined())
 }
 
 // Bad connections get their own codes and exit statuses and change nothing.

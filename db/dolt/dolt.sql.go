@@ -20,6 +20,16 @@ func (q *Queries) DoltAddIssues(ctx context.Context, db DBTX) error {
 	return err
 }
 
+const doltAddLabels = `-- name: DoltAddLabels :exec
+CALL DOLT_ADD('labels')
+`
+
+// DoltAddLabels stages the labels table, as bd's label add and remove do.
+func (q *Queries) DoltAddLabels(ctx context.Context, db DBTX) error {
+	_, err := db.ExecContext(ctx, doltAddLabels)
+	return err
+}
+
 const doltCommit = `-- name: DoltCommit :exec
 CALL DOLT_COMMIT('-m', ?, '--author', ?)
 `

@@ -12,6 +12,45 @@ import (
 	"time"
 )
 
+const eventCountsSince = `-- name: EventCountsSince :one
+SELECT
+    CAST(COALESCE(SUM(CASE WHEN event_type = 'claimed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS claims,
+    CAST(COALESCE(SUM(CASE WHEN event_type = 'unclaimed' AND (comment IS NULL OR comment NOT LIKE ?) THEN 1 ELSE 0 END), 0) AS SIGNED) AS releases,
+    CAST(COALESCE(SUM(CASE WHEN event_type = 'unclaimed' AND comment LIKE ? THEN 1 ELSE 0 END), 0) AS SIGNED) AS failures,
+    CAST(COALESCE(SUM(CASE WHEN event_type = 'lease_reclaimed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS reclaims
+FROM events
+WHERE created_at >= ?
+`
+
+type EventCountsSinceParams struct {
+	Failed sql.NullString
+	Since  time.Time
+}
+
+type EventCountsSinceRow struct {
+	Claims   int64
+	Releases int64
+	Failures int64
+	Reclaims int64
+}
+
+// EventCountsSince counts the claims, releases, failures and reclaims
+// (expired leases taken over or reaped, bd reclaim's included) recorded
+// since a time (idx_events_created_at). A release is any unclaimed event
+// but a failed attempt: bd-claim's release and bd unclaim are the same
+// move. The failure pattern is bound from claim/protocol.go.
+func (q *Queries) EventCountsSince(ctx context.Context, db DBTX, arg EventCountsSinceParams) (EventCountsSinceRow, error) {
+	row := db.QueryRowContext(ctx, eventCountsSince, arg.Failed, arg.Failed, arg.Since)
+	var i EventCountsSinceRow
+	err := row.Scan(
+		&i.Claims,
+		&i.Releases,
+		&i.Failures,
+		&i.Reclaims,
+	)
+	return i, err
+}
+
 const eventIDsSameContent = `-- name: EventIDsSameContent :one
 SELECT CAST(COALESCE(JSON_ARRAYAGG(id), '[]') AS JSON) AS ids FROM events
 WHERE issue_id = ? AND event_type = ? AND actor = ?

@@ -51,7 +51,7 @@ func (q *Queries) IssueClaimSet(ctx context.Context, db DBTX, arg IssueClaimSetP
 
 const issueClaimState = `-- name: IssueClaimState :one
 SELECT i.id, i.status, COALESCE(i.assignee, '') AS assignee, i.row_lock,
-       l.holder, l.lease_expires_at, l.heartbeat_at
+       l.holder, l.lease_expires_at, l.heartbeat_at, l.granted_at
 FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
 WHERE i.id = ?
 `
@@ -64,6 +64,7 @@ type IssueClaimStateRow struct {
 	Holder         sql.NullString
 	LeaseExpiresAt sql.NullTime
 	HeartbeatAt    sql.NullTime
+	GrantedAt      sql.NullTime
 }
 
 // IssueClaimState reads what decides who holds an issue: its status and
@@ -80,6 +81,7 @@ func (q *Queries) IssueClaimState(ctx context.Context, db DBTX, id string) (Issu
 		&i.Holder,
 		&i.LeaseExpiresAt,
 		&i.HeartbeatAt,
+		&i.GrantedAt,
 	)
 	return i, err
 }
@@ -95,6 +97,88 @@ func (q *Queries) IssueHeldCount(ctx context.Context, db DBTX, agent sql.NullStr
 	var count int64
 	err := row.Scan(&count)
 	return count, err
+}
+
+const issueHeldList = `-- name: IssueHeldList :many
+SELECT i.id, i.status, COALESCE(i.assignee, '') AS assignee, i.row_lock,
+       l.holder, l.lease_expires_at, l.heartbeat_at, l.granted_at
+FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
+WHERE i.status = 'in_progress'
+ORDER BY COALESCE(i.assignee, ''), i.id
+`
+
+type IssueHeldListRow struct {
+	ID             string
+	Status         string
+	Assignee       string
+	RowLock        int64
+	Holder         sql.NullString
+	LeaseExpiresAt sql.NullTime
+	HeartbeatAt    sql.NullTime
+	GrantedAt      sql.NullTime
+}
+
+// IssueHeldList lists every in_progress issue with the same columns as
+// IssueClaimState, by assignee then id (idx_issues_status).
+func (q *Queries) IssueHeldList(ctx context.Context, db DBTX) ([]IssueHeldListRow, error) {
+	rows, err := db.QueryContext(ctx, issueHeldList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []IssueHeldListRow
+	for rows.Next() {
+		var i IssueHeldListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Status,
+			&i.Assignee,
+			&i.RowLock,
+			&i.Holder,
+			&i.LeaseExpiresAt,
+			&i.HeartbeatAt,
+			&i.GrantedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const issueReclaimSet = `-- name: IssueReclaimSet :execrows
+UPDATE issues
+SET status = 'open', assignee = NULL, started_at = NULL, updated_at = ?, row_lock = ?
+WHERE id = ? AND row_lock = ? AND status = 'in_progress'
+`
+
+type IssueReclaimSetParams struct {
+	Now        time.Time
+	NewRowLock int64
+	ID         string
+	RowLock    int64
+}
+
+// IssueReclaimSet is bd's reclaim of an expired lease
+// (issueops.ReclaimExpiredLeasesInTx): back to open with a NULL assignee,
+// started_at cleared, guarded by the row_lock read with the expired claim.
+func (q *Queries) IssueReclaimSet(ctx context.Context, db DBTX, arg IssueReclaimSetParams) (int64, error) {
+	result, err := db.ExecContext(ctx, issueReclaimSet,
+		arg.Now,
+		arg.NewRowLock,
+		arg.ID,
+		arg.RowLock,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const issueRowLock = `-- name: IssueRowLock :one

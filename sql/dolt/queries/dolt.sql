@@ -17,3 +17,7 @@ SELECT CAST(COALESCE(GET_LOCK(sqlc.arg(name), sqlc.arg(timeout_seconds)), 0) AS 
 -- name: WritersUnlock :exec
 -- WritersUnlock hands the named lock to the next writer.
 SELECT RELEASE_LOCK(sqlc.arg(name));
+
+-- name: DoltAddLabels :exec
+-- DoltAddLabels stages the labels table, as bd's label add and remove do.
+CALL DOLT_ADD('labels');

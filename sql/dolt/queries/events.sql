@@ -12,3 +12,17 @@ SELECT CAST(COALESCE(JSON_ARRAYAGG(id), '[]') AS JSON) AS ids FROM events
 WHERE issue_id = sqlc.arg(issue_id) AND event_type = sqlc.arg(event_type) AND actor = sqlc.arg(actor)
   AND old_value <=> sqlc.arg(old_value) AND new_value <=> sqlc.arg(new_value) AND comment <=> sqlc.arg(comment)
   AND created_at = sqlc.arg(created_at);
+
+-- name: EventCountsSince :one
+-- EventCountsSince counts the claims, releases, failures and reclaims
+-- (expired leases taken over or reaped, bd reclaim's included) recorded
+-- since a time (idx_events_created_at). A release is any unclaimed event
+-- but a failed attempt: bd-claim's release and bd unclaim are the same
+-- move. The failure pattern is bound from claim/protocol.go.
+SELECT
+    CAST(COALESCE(SUM(CASE WHEN event_type = 'claimed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS claims,
+    CAST(COALESCE(SUM(CASE WHEN event_type = 'unclaimed' AND (comment IS NULL OR comment NOT LIKE sqlc.arg(failed)) THEN 1 ELSE 0 END), 0) AS SIGNED) AS releases,
+    CAST(COALESCE(SUM(CASE WHEN event_type = 'unclaimed' AND comment LIKE sqlc.arg(failed) THEN 1 ELSE 0 END), 0) AS SIGNED) AS failures,
+    CAST(COALESCE(SUM(CASE WHEN event_type = 'lease_reclaimed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS reclaims
+FROM events
+WHERE created_at >= sqlc.arg(since);

@@ -20,7 +20,7 @@ SELECT count(*) FROM issues WHERE assignee = sqlc.arg(agent) AND status = 'in_pr
 -- assignee, the row_lock of its last ownership change (bd-claim's claim_id
 -- on Dolt) and its leases row, if any.
 SELECT i.id, i.status, COALESCE(i.assignee, '') AS assignee, i.row_lock,
-       l.holder, l.lease_expires_at, l.heartbeat_at
+       l.holder, l.lease_expires_at, l.heartbeat_at, l.granted_at
 FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
 WHERE i.id = sqlc.arg(id);
 
@@ -62,3 +62,20 @@ SELECT issues.id, issues.title, issues.description, issues.design, issues.accept
        CAST((SELECT COALESCE(JSON_ARRAYAGG(labels.label), '[]') FROM labels WHERE labels.issue_id = issues.id) AS JSON) AS labels
 FROM issues LEFT JOIN leases ON leases.issue_id = issues.id
 WHERE issues.id = sqlc.arg(id);
+
+-- name: IssueReclaimSet :execrows
+-- IssueReclaimSet is bd's reclaim of an expired lease
+-- (issueops.ReclaimExpiredLeasesInTx): back to open with a NULL assignee,
+-- started_at cleared, guarded by the row_lock read with the expired claim.
+UPDATE issues
+SET status = 'open', assignee = NULL, started_at = NULL, updated_at = sqlc.arg(now), row_lock = sqlc.arg(new_row_lock)
+WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status = 'in_progress';
+
+-- name: IssueHeldList :many
+-- IssueHeldList lists every in_progress issue with the same columns as
+-- IssueClaimState, by assignee then id (idx_issues_status).
+SELECT i.id, i.status, COALESCE(i.assignee, '') AS assignee, i.row_lock,
+       l.holder, l.lease_expires_at, l.heartbeat_at, l.granted_at
+FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
+WHERE i.status = 'in_progress'
+ORDER BY COALESCE(i.assignee, ''), i.id;
