@@ -17,3 +17,8 @@ SELECT CAST(COALESCE(GET_LOCK(sqlc.arg(name), sqlc.arg(timeout_seconds)), 0) AS 
 -- name: WritersUnlock :exec
 -- WritersUnlock hands the named lock to the next writer.
 SELECT RELEASE_LOCK(sqlc.arg(name));
+
+-- name: WorkingSetHash :one
+-- WorkingSetHash is the hash of the working set, new after every SQL commit
+-- (CONCAT: sqlc then types it as text).
+SELECT CONCAT(DOLT_HASHOF_DB()) AS hash;
