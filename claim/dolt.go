@@ -407,7 +407,7 @@ func doltAt(t time.Time) string { return t.UTC().Round(time.Second).Format(time.
 
 // notOnDolt refuses a command bd-claim does not do on Dolt workspaces yet.
 func notOnDolt(what string) error {
-	return Errorf(EInvalid, "%s is not supported on Dolt workspaces yet (claim, --id, --dry-run, --explain, release without --failed and heartbeat are)", what)
+	return Errorf(EInvalid, "%s is not supported on Dolt workspaces yet (claim, --id, --dry-run, --explain, --wait, release without --failed and heartbeat are)", what)
 }
 
 // landed identifies a write by the random row_lock it gave an issue.
