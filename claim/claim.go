@@ -33,9 +33,6 @@ func (s *Store) Claim(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	if req.Wait > 0 {
-		if s.flavor.dolt {
-			return Result{}, notOnDolt("--wait")
-		}
 		return s.wait(ctx, req)
 	}
 	return s.claimOnce(ctx, req)

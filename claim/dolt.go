@@ -470,11 +470,6 @@ func (t *txn) doltRenew(id, agent string, c claimEvent, d time.Duration) (*Lease
 // DATETIME(0) column rounds half up), RFC 3339 in UTC.
 func doltAt(t time.Time) string { return t.UTC().Round(time.Second).Format(time.RFC3339) }
 
-// notOnDolt refuses a command bd-claim does not do on Dolt workspaces yet.
-func notOnDolt(what string) error {
-	return Errorf(EInvalid, "%s is not supported on Dolt workspaces yet (every other command and flag is)", what)
-}
-
 // landed identifies a write by the random row_lock it gave an issue.
 type landed struct {
 	id      string

@@ -15,7 +15,7 @@ import (
 
 // doltStore opens a Store on a Dolt workspace as the CLI would: discovery
 // from the workspace directory with bd's environment.
-func doltStore(t *testing.T, w *claimtest.DoltWorkspace, o claim.Options) *claim.Store {
+func doltStore(t testing.TB, w *claimtest.DoltWorkspace, o claim.Options) *claim.Store {
 	t.Helper()
 	ws, err := claim.FindWorkspace(claim.Locate{Start: w.Dir, Getenv: w.Getenv})
 	assert.NilError(t, err)
@@ -192,4 +192,36 @@ func TestDoltLifecycle(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, st.LastHour.Reclaims, 3)
 	assert.Equal(t, st.Ready, 2)
+}
+
+// A waiting claim on a Dolt workspace is woken by another Store's commit
+// (the working set's hash changes) and claims what was released, before
+// the periodic look would have run; a dry run only finds it.
+func TestDoltWaitWakesOnRelease(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "wk")
+	id := bdCreate(t, w, "the only one")
+	s, other := doltStore(t, w, claim.Options{}), doltStore(t, w, claim.Options{})
+	ctx := context.Background()
+	for _, dry := range []bool{false, true} {
+		held, err := other.Claim(ctx, claim.Request{Agent: "holder"})
+		assert.NilError(t, err)
+		assert.Equal(t, held.Issue.ID, id)
+		released := make(chan error, 1)
+		time.AfterFunc(200*time.Millisecond, func() {
+			_, err := other.Release(ctx, claim.ReleaseRequest{Agent: "holder", ID: id})
+			released <- err
+		})
+		start := time.Now()
+		res, err := s.Claim(ctx, claim.Request{Agent: "waiter", Wait: 10 * time.Second, DryRun: dry})
+		took := time.Since(start)
+		assert.NilError(t, <-released)
+		assert.NilError(t, err)
+		assert.Equal(t, res.Issue.ID, id)
+		assert.Assert(t, took < 2*time.Second, "woken by the commit, not by the periodic look: %s", took)
+		if !dry {
+			assert.Equal(t, res.Issue.Assignee, "waiter")
+			_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "waiter", ID: id})
+			assert.NilError(t, err)
+		}
+	}
 }

@@ -2,15 +2,16 @@ package claim
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 )
 
-// How a waiting claim watches the database: PRAGMA data_version (a read
-// of one counter, no query) every pause, the pause doubling from
-// waitPauseMin to waitPauseMax while nothing changes; a full look when it
-// changes, and at least every waitLookEvery, since backoffs, leases and
-// defer_until end with the clock alone.
+// How a waiting claim watches the database: its change signal (changes)
+// every pause, the pause doubling from waitPauseMin to waitPauseMax while
+// nothing changes; a full look when it changes, and at least every
+// waitLookEvery, since backoffs, leases and defer_until end with the clock
+// alone.
 const (
 	waitPauseMin  = 10 * time.Millisecond
 	waitPauseMax  = 500 * time.Millisecond
@@ -22,16 +23,12 @@ const (
 // cancelled (INTERRUPTED). Each look is a read;
 // only a look that finds an issue takes the write lock to claim it.
 func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
-	// data_version is per connection: watch it on one.
+	// SQLite's signal is per connection: watch it on one.
 	conn, err := s.conn.Conn(ctx)
 	if err != nil {
 		return Result{}, classify(err, "wait for an issue")
 	}
 	defer conn.Close()
-	version := func() (v int64) {
-		_ = conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v) // on error: 0, and the timed look still runs
-		return v
-	}
 	deadline := time.NewTimer(req.Wait)
 	defer deadline.Stop()
 	tick := time.NewTimer(time.Hour)
@@ -39,7 +36,7 @@ func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 	look := req
 	look.DryRun = true
 	for {
-		seen, looked := version(), time.Now()
+		seen, looked := s.changes(ctx, conn), time.Now()
 		res, err := s.claimOnce(ctx, look)
 		if err == nil && res.Issue != nil && !req.DryRun {
 			res, err = s.claimOnce(ctx, req) // another agent may win it: then wait on
@@ -63,13 +60,31 @@ func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 				return res, nil
 			case <-tick.C:
 			}
-			if version() != seen || time.Since(looked) >= waitLookEvery {
+			if s.changes(ctx, conn) != seen || time.Since(looked) >= waitLookEvery {
 				break
 			}
 		}
 	}
 }
 
+// changes is the database's change signal, read on conn: a value that is
+// new after another connection's commit and stays the same while nothing
+// is written. SQLite: PRAGMA data_version (one counter, no query). Dolt:
+// the working set's hash (WorkingSetHash: one round trip, a third to a
+// fifth of a look; BENCHMARKS.md), read under autocommit, so in a
+// transaction of its own that sees the latest commit (inside a transaction
+// it would keep the snapshot's). "" on an error: the timed look still runs.
+func (s *Store) changes(ctx context.Context, conn *sql.Conn) string {
+	if s.flavor.dolt {
+		h, _ := s.dq.WorkingSetHash(ctx, conn)
+		return h
+	}
+	var v string // the counter, as text
+	_ = conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
+	return v
+}
+
+// suffix is reason in parentheses after a space, or "" for none.
 func suffix(reason string) string {
 	if reason == "" {
 		return ""

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/icmd"
@@ -121,10 +122,40 @@ func TestDoltCLILifecycle(t *testing.T) {
 	r = doltRun(t, w, "reap")
 	r.Assert(t, icmd.Success)
 	assert.Assert(t, strings.Contains(r.Stdout(), `"reaped":[]`), r.Stdout())
+}
 
-	r = doltRun(t, w, "--agent", "x", "--wait", "1s")
-	assert.Equal(t, r.ExitCode, 2, r.Combined())
-	assert.Assert(t, strings.Contains(r.Stdout()+r.Stderr(), "not supported on Dolt workspaces yet"), r.Combined())
+// --wait on a Dolt workspace: a wait that runs out exits 3 with the same
+// reason as on SQLite; a waiting claim takes the issue the real bd creates
+// meanwhile, long before its wait ends.
+func TestDoltCLIWait(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "wt")
+	began := time.Now()
+	out, r := lc(t, w.Dir, w.Env, "--agent", "w", "--wait", "300ms")
+	took := time.Since(began)
+	r.Assert(t, icmd.Expected{ExitCode: 3})
+	assert.Equal(t, out.Status, "ok")
+	assert.Assert(t, out.Issue == nil)
+	assert.Equal(t, out.Reason, "nothing became claimable within 300ms")
+	assert.Assert(t, took >= 300*time.Millisecond && took < 5*time.Second, "took %s", took)
+
+	waiter := start(t, w.Dir, w.Env, "--agent", "w", "--wait", "60s", "--log-level", "debug")
+	waitForLog(t, waiter, "issue_claim_waiting")
+	time.Sleep(300 * time.Millisecond)
+	assert.Equal(t, waiter.Stdout(), "", "it should still be waiting")
+	var created struct{ ID string }
+	w.As("creator").JSON(&created, "create", "new work", "-p", "1")
+	done := time.Now()
+	icmd.WaitOnCmd(30*time.Second, waiter)
+	assert.Assert(t, !waiter.Timeout)
+	assert.Equal(t, waiter.ExitCode, 0, "stdout %q stderr %q", waiter.Stdout(), waiter.Stderr())
+	assert.Assert(t, time.Since(done) < 5*time.Second, "took %s after bd create", time.Since(done))
+	var claimed result
+	assert.NilError(t, json.Unmarshal([]byte(waiter.Stdout()), &claimed), waiter.Stdout())
+	assert.Equal(t, claimed.Issue.ID, created.ID)
+	assert.Equal(t, claimed.Issue.Assignee, "w")
+	var shown []struct{ Status, Assignee string }
+	w.JSON(&shown, "show", created.ID)
+	assert.Equal(t, shown[0].Status+"/"+shown[0].Assignee, "in_progress/w")
 }
 
 // Bad connections get their own codes and exit statuses and change nothing.

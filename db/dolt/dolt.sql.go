@@ -45,6 +45,19 @@ func (q *Queries) DoltCommit(ctx context.Context, db DBTX, arg DoltCommitParams)
 	return err
 }
 
+const workingSetHash = `-- name: WorkingSetHash :one
+SELECT CONCAT(DOLT_HASHOF_DB()) AS hash
+`
+
+// WorkingSetHash is the hash of the working set, new after every SQL commit
+// (CONCAT: sqlc then types it as text).
+func (q *Queries) WorkingSetHash(ctx context.Context, db DBTX) (string, error) {
+	row := db.QueryRowContext(ctx, workingSetHash)
+	var hash string
+	err := row.Scan(&hash)
+	return hash, err
+}
+
 const writersLock = `-- name: WritersLock :one
 SELECT CAST(COALESCE(GET_LOCK(?, ?), 0) AS SIGNED) AS taken
 `

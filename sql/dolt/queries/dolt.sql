@@ -21,3 +21,8 @@ SELECT RELEASE_LOCK(sqlc.arg(name));
 -- name: DoltAddLabels :exec
 -- DoltAddLabels stages the labels table, as bd's label add and remove do.
 CALL DOLT_ADD('labels');
+
+-- name: WorkingSetHash :one
+-- WorkingSetHash is the hash of the working set, new after every SQL commit
+-- (CONCAT: sqlc then types it as text).
+SELECT CONCAT(DOLT_HASHOF_DB()) AS hash;
