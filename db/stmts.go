@@ -8,17 +8,36 @@ import (
 
 // Stmts prepares each distinct query once on conn and reuses it, inside or
 // outside a transaction, so that a process claiming many times compiles
-// each statement once. It is safe for concurrent use. Queries built from
+// each statement once. A query is prepared at its second run: its first
+// runs unprepared on the handle, so that a process that claims once (the
+// CLI) compiles nothing twice and opens one connection (a statement
+// prepared on the pool while a transaction holds the open connection opens
+// another, then compiles again on the transaction's). It is safe for
+// concurrent use. Queries built from
 // filters bind their values as arguments, so the number of distinct texts
 // grows only with the shapes of the filters used (how many labels...).
 type Stmts struct {
 	conn *sql.DB
 	mu   sync.Mutex
 	m    map[string]*sql.Stmt
+	seen map[string]bool // queries run once, unprepared
 }
 
 // NewStmts returns an empty statement cache on conn.
-func NewStmts(conn *sql.DB) *Stmts { return &Stmts{conn: conn, m: map[string]*sql.Stmt{}} }
+func NewStmts(conn *sql.DB) *Stmts {
+	return &Stmts{conn: conn, m: map[string]*sql.Stmt{}, seen: map[string]bool{}}
+}
+
+// again reports whether query ran before, and notes that it did.
+func (s *Stmts) again(query string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen[query] {
+		return true
+	}
+	s.seen[query] = true
+	return false
+}
 
 // On returns a DBTX that runs queries through the cache, in tx when tx is
 // not nil and on the pool otherwise.
@@ -60,18 +79,41 @@ func (o stmtsOn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, e
 	return st, err
 }
 
+// handle is where an unprepared query runs: the transaction, or the pool.
+func (o stmtsOn) handle() DBTX {
+	if o.tx != nil {
+		return o.tx
+	}
+	return o.s.conn
+}
+
+// stmt is the prepared statement of a query that ran before; nil, and the
+// handle to run it on, at its first run.
+func (o stmtsOn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if !o.s.again(query) {
+		return nil, nil
+	}
+	return o.PrepareContext(ctx, query)
+}
+
 func (o stmtsOn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := o.PrepareContext(ctx, query)
-	if err != nil {
+	st, err := o.stmt(ctx, query)
+	switch {
+	case err != nil:
 		return nil, err
+	case st == nil:
+		return o.handle().ExecContext(ctx, query, args...)
 	}
 	return st.ExecContext(ctx, args...)
 }
 
 func (o stmtsOn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := o.PrepareContext(ctx, query)
-	if err != nil {
+	st, err := o.stmt(ctx, query)
+	switch {
+	case err != nil:
 		return nil, err
+	case st == nil:
+		return o.handle().QueryContext(ctx, query, args...)
 	}
 	return st.QueryContext(ctx, args...)
 }
@@ -80,13 +122,8 @@ func (o stmtsOn) QueryContext(ctx context.Context, query string, args ...any) (*
 // be prepared, the query runs unprepared on the same handle and its Scan
 // reports why.
 func (o stmtsOn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := o.PrepareContext(ctx, query)
-	switch {
-	case err == nil:
+	if st, err := o.stmt(ctx, query); st != nil && err == nil {
 		return st.QueryRowContext(ctx, args...)
-	case o.tx != nil:
-		return o.tx.QueryRowContext(ctx, query, args...)
-	default:
-		return o.s.conn.QueryRowContext(ctx, query, args...)
 	}
+	return o.handle().QueryRowContext(ctx, query, args...)
 }

@@ -127,6 +127,7 @@ type bench struct {
 	tmp       string
 	bin, bd   string // absolute paths; bd is "" when not built
 	hello     string
+	minclaim  string // scripts/bench/minclaim: the least a claim process does
 	devnull   *os.File
 	claimEnv  []string
 	bdEnv     []string
@@ -277,6 +278,10 @@ func (b *bench) buildHello() error {
 	cmd.Env = append(os.Environ(), "GO111MODULE=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build the hello-world: %v\n%s", err, out)
+	}
+	b.minclaim = filepath.Join(dir, "minclaim")
+	if out, err := exec.Command("go", "build", "-o", b.minclaim, "./scripts/bench/minclaim").CombinedOutput(); err != nil {
+		return fmt.Errorf("build the minimal claim program: %v\n%s", err, out)
 	}
 	return nil
 }
@@ -568,6 +573,16 @@ func (b *bench) cliLoop() (cliResult, error) {
 			return nil, err
 		}
 	}
+	// The floor of a claim process: the minimal modernc.org/sqlite claim
+	// program, on a copy of the 10k workspace of its own.
+	minWS, err := b.workspace("minclaim-10k", b.templates["10k"])
+	if err != nil {
+		return nil, err
+	}
+	if err := add(&probe{name: "minclaim-10k", exe: b.minclaim, ws: minWS, env: b.claimEnv, claim: true,
+		args: fixed(minWS.db, "bench")}); err != nil {
+		return nil, err
+	}
 	every := max(1, int(math.Ceil(float64(*runs)/float64(*bdRuns))))
 	if b.bd != "" {
 		t := b.templates["10k"]
@@ -704,6 +719,12 @@ func (b *bench) cliRows(res cliResult) {
 		b.add(r)
 	}
 	claim10k := median(res["claim-10k"].samples)
+	mc := res["minclaim-10k"]
+	floor10k := median(mc.samples)
+	b.add(row{sec, fmt.Sprintf("minimal modernc.org/sqlite claim program (scripts/bench/minclaim), 10k, n=%d", len(mc.samples)),
+		ms(floor10k) + " median, " + ms(pct(mc.samples, 99)) + " p99", "", "", "", ""})
+	b.add(row{sec, "bd-claim claim process vs the minimal claim program, 10k", ms(claim10k), "minimal claim median",
+		x(float64(claim10k) / float64(floor10k)), "≤ 1.2×", verdict(float64(claim10k) <= 1.2*float64(floor10k))})
 	if up := res["bd-update-claim"]; up != nil {
 		m := median(up.samples)
 		b.add(row{sec, fmt.Sprintf("bd %s update ID --claim --json, 10k, n=%d", bdVersion, len(up.samples)),
