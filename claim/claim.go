@@ -44,18 +44,22 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 	var res Result
 	if req.DryRun {
 		err := s.look(ctx, "find a ready issue", func(t *txn) error {
-			c, err := t.choose(req, nil)
+			c, err := t.choose(req, nil, nil)
 			res = c.result()
 			return err
 		})
 		return res, err
 	}
-	err := s.write(ctx, "claim an issue", func(t *txn) error {
+	head, err := s.head(ctx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	err = s.write(ctx, "claim an issue", func(t *txn) error {
 		var q *queue
 		if !t.flavor.dolt { // Dolt: no change counter to trust a remembered order by
 			q = t.queues.of(req)
 		}
-		c, err := t.choose(req, q)
+		c, err := t.choose(req, q, head)
 		if err != nil || c.r == nil {
 			res = c.result()
 			return err
@@ -70,6 +74,31 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	return res, nil
+}
+
+// headSize is how many candidates a first claim reads before it takes the
+// write lock.
+const headSize = 64
+
+// head reads, before the write lock is taken, the first candidates of a
+// Store's first claim-next on SQLite (a claim process's only one): inside
+// the lock, the claim then only checks them in order (readySpec.byID), and sorts
+// the candidates afresh only when every one was taken meanwhile. The lock
+// is held for a few lookups instead of the sort, which is most of a
+// claim's work. Later claims of a Store use its remembered order instead
+// (queue). A candidate that became claimable after the read, however
+// urgent, waits for the next claim, as if the claim had run at the read.
+func (s *Store) head(ctx context.Context, req Request) ([]string, error) {
+	if s.flavor.dolt || req.ID != "" || s.claims.Add(1) > 1 {
+		return nil, nil
+	}
+	var ids []string
+	err := s.look(ctx, "claim an issue", func(t *txn) error {
+		spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now)
+		var id string
+		return t.each(spec.nextK(headSize), []any{&id}, func() { ids = append(ids, id) })
+	})
+	return ids, err
 }
 
 // choice is what a claim would take, found by choose: the issue, and
@@ -98,7 +127,7 @@ func (c choice) result() Result {
 // candidate of the readySpec (from the remembered order q, when
 // there is one), or the issue req.ID when the specification admits it. An
 // --id the specification refuses is explained. It writes nothing.
-func (t *txn) choose(req Request, q *queue) (choice, error) {
+func (t *txn) choose(req Request, q *queue, head []string) (choice, error) {
 	spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now)
 	var c claimEvent // of issue req.ID
 	if req.ID != "" {
@@ -128,7 +157,13 @@ func (t *txn) choose(req Request, q *queue) (choice, error) {
 	var id string
 	var ok bool
 	var err error
+	for _, h := range head { // one lookup each: SQLite sorts every candidate for an IN list of them
+		if ok, err = found(t.queryRow(spec.byID(h)).Scan(&id)); ok || err != nil {
+			break
+		}
+	}
 	switch {
+	case err != nil || ok:
 	case req.ID != "":
 		if ok, err = found(t.queryRow(spec.byID(req.ID)).Scan(&id)); err == nil && !ok {
 			return choice{}, t.refuse(spec, req, c)

@@ -57,6 +57,9 @@ func TestQueueNoticesChanges(t *testing.T) {
 		assert.NilError(t, err)
 		return iss.ID
 	}
+	assert.Equal(t, claimNext(), order[0]) // the first claim: from the candidates read before the lock
+	assert.Assert(t, orderOf(s, "q").version == 0, "the first claim leaves the order alone")
+	order = order[1:]
 	assert.Equal(t, claimNext(), order[0]) // sorted afresh
 	assert.Equal(t, claimNext(), order[1]) // builds the order
 	assert.Equal(t, len(orderOf(s, "q").ids), len(order)-2)
@@ -86,7 +89,7 @@ func TestQueueNoticesChanges(t *testing.T) {
 	assert.Equal(t, claimNext(), order[9])
 
 	// Nothing left: the order is empty and the answer is none.
-	for range len(order) {
+	for range len(order) - 1 {
 		if _, err := s.Claim(ctx, Request{Agent: "q"}); err != nil {
 			t.Fatal(err)
 		}
@@ -127,4 +130,41 @@ func TestQueuesPerAgent(t *testing.T) {
 	}
 	// 3 + 65 orders: the 62nd new one found 64 and started over.
 	assert.Equal(t, len(s.queues), 4, "started over when full")
+}
+
+// A first claim reads its candidates before the write lock and only checks
+// them inside. When another writer took every one of them meanwhile, the
+// claim sorts afresh and takes the next claimable issue.
+func TestHeadTakenMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	order := claimtest.Claimable(t, "0.49.6", "priority")
+	root := claimtest.Fixture(t, "0.49.6")
+	open := func() *Store {
+		s, err := Open(ctx, Workspace{DBPath: claimtest.DBPath(root)}, Options{})
+		assert.NilError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	s, other := open(), open()
+	req := Request{Agent: "h"}
+	assert.NilError(t, req.Validate()) // the priority order: the head is the most urgent priority's
+	head, err := s.head(ctx, req)
+	assert.NilError(t, err)
+	assert.Assert(t, len(head) > 0 && len(head) < len(order), "%d of %d", len(head), len(order))
+	assert.DeepEqual(t, head, order[:len(head)])
+	for _, id := range head {
+		_, err := other.Claim(ctx, Request{Agent: "other", ID: id})
+		assert.NilError(t, err)
+	}
+	var got string
+	err = s.write(ctx, "claim an issue", func(t *txn) error {
+		c, err := t.choose(req, nil, head)
+		got = c.r.ID
+		return err
+	})
+	assert.NilError(t, err)
+	assert.Equal(t, got, order[len(head)])
+	again, err := s.head(ctx, req)
+	assert.NilError(t, err)
+	assert.Assert(t, again == nil, "only a Store's first claim reads ahead")
 }

@@ -93,7 +93,11 @@ func (s readySpec) candidates() sq.SelectBuilder {
 // failure policy's rules, which look up events, are checked last: on the
 // sorted candidates, one at a time, until one passes (the LIMIT keeps
 // SQLite from merging the two levels).
-func (s readySpec) next() sq.SelectBuilder {
+func (s readySpec) next() sq.SelectBuilder { return s.nextK(1) }
+
+// nextK selects the first k claimable issues of next's narrowing (the most
+// urgent priority that has one, for the priority order), in claim order.
+func (s readySpec) nextK(k uint64) sq.SelectBuilder {
 	cheap, costly := s.split()
 	b := sq.Select("i.id").From("issues i").Where(cheap).OrderByClause(s.order, s.args...)
 	if s.sort == SortPriority {
@@ -107,7 +111,7 @@ func (s readySpec) next() sq.SelectBuilder {
 	COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'in_progress' AND ?), 5))`, where, where))
 	}
 	// costly always holds the abandoned rule.
-	return sq.Select("i.id").FromSelect(b.Limit(1<<62), "i").Where(costly).Limit(1)
+	return sq.Select("i.id").FromSelect(b.Limit(1<<62), "i").Where(costly).Limit(k)
 }
 
 // split parts the rules into the cheap ones and the failure policy's,
