@@ -85,10 +85,14 @@ func (s *Store) doltCheck(ctx context.Context) error {
 // doltFlavor is bd v1.3.0's `bd ready` (sqlbuild.BuildReadyWorkWhere):
 // status open, not pinned, is_blocked = 0, not ephemeral, not one of the
 // infrastructure types, not deferred, not a child of a deferred parent.
+// bd ready lists the rows of its wisps table that pass the same rules
+// (getReadyWispsInTx: the `--no-history` ones, as ephemeral wisps fail
+// the ephemeral rule), merged with the issues and sorted again: the
+// readiness rules range over both tables at once (doltSource).
 func doltFlavor() flavor {
 	return flavor{
 		version: Version{1, 3, 0}, dolt: true, claimEvent: "claimed", eventTime: doltTime,
-		dependsOn: "depends_on_issue_id", history: doltHistory,
+		dependsOn: "depends_on_issue_id", history: doltHistory, source: doltSource, labels: doltLabels,
 		notBlocked:   rule{"blocked", "it is blocked by an open dependency (is_blocked)", sq.Expr("i.is_blocked = 0")},
 		leaseExpired: doltLeaseExpired,
 		ready: []rule{
@@ -98,6 +102,24 @@ func doltFlavor() flavor {
 		excludedTypes: []string{"merge-request", "gate", "molecule", "rig", "agent", "role", "message"},
 	}
 }
+
+// doltSource is every issue and wisp of a Dolt workspace, with the
+// columns the readiness rules and the sort orders read, aliased i. Ids are
+// unique across the two tables (bd routes an id to one of them).
+const doltSource = `(SELECT id, status, assignee, priority, issue_type, created_at, is_blocked, pinned, ephemeral, defer_until FROM issues
+	UNION ALL
+	SELECT id, status, assignee, priority, issue_type, created_at, is_blocked, pinned, ephemeral, defer_until FROM wisps) i`
+
+// doltLabels is the labels of issues and wisps.
+const doltLabels = `(SELECT issue_id, label FROM labels UNION ALL SELECT issue_id, label FROM wisp_labels)`
+
+// doltDeferredChildren lists the children of a parent deferred beyond ?,
+// as bd's getChildrenOfDeferredParentsInTx does: parent-child edges of
+// issues and of wisps, to a parent issue or wisp (four ? for the time).
+const doltDeferredChildren = `SELECT d.issue_id FROM dependencies d JOIN issues p ON p.id = d.depends_on_issue_id WHERE d.type = 'parent-child' AND p.defer_until > ?
+	UNION ALL SELECT d.issue_id FROM dependencies d JOIN wisps p ON p.id = d.depends_on_wisp_id WHERE d.type = 'parent-child' AND p.defer_until > ?
+	UNION ALL SELECT d.issue_id FROM wisp_dependencies d JOIN issues p ON p.id = d.depends_on_issue_id WHERE d.type = 'parent-child' AND p.defer_until > ?
+	UNION ALL SELECT d.issue_id FROM wisp_dependencies d JOIN wisps p ON p.id = d.depends_on_wisp_id WHERE d.type = 'parent-child' AND p.defer_until > ?`
 
 // doltLeaseExpired is true for an in_progress issue i whose holder's
 // lease, in bd's leases table, has ended at now: the issue may be taken
@@ -127,15 +149,20 @@ func doltCode(err error) (Code, string, bool) {
 
 // doltClaimState reads who holds issue id, as a claimEvent: the claim's
 // id is the issue's row_lock, renewed by every change of owner; the lease
-// is the leases row of the holder.
+// is the leases row of the holder. An id that is not in issues is looked
+// up in wisps, as bd's GetIssueInTx does; a wisp has no lease.
 func (t *txn) doltClaimState(id string) (claimEvent, error) {
 	st, err := t.dq.IssueClaimState(t.ctx, t.conn, id)
+	if ok, err := found(err); err != nil || ok {
+		return t.doltClaim(st), err
+	}
+	w, err := t.dq.WispClaimState(t.ctx, t.conn, id)
 	if ok, err := found(err); err != nil {
 		return claimEvent{}, err
 	} else if !ok {
 		return claimEvent{}, t.notFound(id)
 	}
-	return t.doltClaim(st), nil
+	return claimEvent{IssueID: w.ID, Status: w.Status, Holder: w.Assignee, ID: claimIDOf(w.RowLock), wisp: true}, nil
 }
 
 // doltClaim is the claim of an issue read by IssueClaimState: its lease
@@ -168,13 +195,19 @@ func (t *txn) doltHeld() ([]claimEvent, error) {
 // cells under a compare-and-swap on row_lock, the lease (bd's 5 minutes
 // unless req asks for another), the claimed event. The new row_lock is the
 // claim's id. The Dolt commit follows the SQL commit (doltCommit).
+//
+// A wisp (bd's wisps table) is claimed as bd's ClaimIssueInTx routes it:
+// the same cells of the wisps row, no lease (bd never leases a wisp, so
+// --lease is ignored), the claimed event in wisp_events. Its Dolt commit
+// finds nothing staged (the wisp tables are dolt_ignored), as bd's does.
 func (t *txn) doltTake(c choice, req Request) (Result, error) {
 	res := c.result()
+	wisp := c.r.dolt.wisp
 	if c.held != nil {
 		// A re-claim writes nothing but the lease it asks for; its Dolt
 		// commit records the claim if the first run's commit was lost.
 		t.commit = "bd: update " + req.ID
-		if req.Lease > 0 {
+		if req.Lease > 0 && !wisp {
 			res.Lease = newLease(t.now, req.Lease)
 			return res, t.doltLease(req.ID, req.Agent, res.Lease.Until)
 		}
@@ -185,23 +218,31 @@ func (t *txn) doltTake(c choice, req Request) (Result, error) {
 			return Result{}, err
 		}
 	}
-	d := cmp.Or(req.Lease, doltLease)
-	res.Lease = newLease(t.now, d)
 	lock := newRowLock()
-	n, err := t.dq.IssueClaimSet(t.ctx, t.conn, dolt.IssueClaimSetParams{
+	set := dolt.IssueClaimSetParams{
 		Assignee: text(req.Agent), Now: t.now, StartedAt: sql.NullTime{Time: t.now, Valid: true},
 		NewRowLock: lock, ID: c.r.ID, RowLock: c.r.dolt.rowLock,
-	})
+	}
+	var n int64
+	var err error
+	if wisp {
+		n, err = t.dq.WispClaimSet(t.ctx, t.conn, dolt.WispClaimSetParams(set))
+	} else {
+		n, err = t.dq.IssueClaimSet(t.ctx, t.conn, set)
+	}
 	if err == nil && n != 1 {
 		err = errChanged
 	}
 	if err != nil {
 		return Result{}, err
 	}
-	if err := t.doltLease(c.r.ID, req.Agent, res.Lease.Until); err != nil {
-		return Result{}, err
+	if !wisp {
+		res.Lease = newLease(t.now, cmp.Or(req.Lease, doltLease))
+		if err := t.doltLease(c.r.ID, req.Agent, res.Lease.Until); err != nil {
+			return Result{}, err
+		}
 	}
-	if err := t.doltEvent(c.r.ID, "claimed", req.Agent, text(c.r.dolt.json), text(claimedNewValue(req.Agent)), sql.NullString{}); err != nil {
+	if err := t.doltEvent(wisp, c.r.ID, "claimed", req.Agent, text(c.r.dolt.json), text(claimedNewValue(req.Agent)), sql.NullString{}); err != nil {
 		return Result{}, err
 	}
 	res.ClaimID = lock
@@ -224,15 +265,28 @@ func (t *txn) doltLease(id, agent string, until time.Time) error {
 }
 
 // doltEvent appends an event with bd's content-derived id, dated now
-// truncated to the second as bd binds it.
-func (t *txn) doltEvent(id, eventType, actor string, oldValue, newValue, comment sql.NullString) error {
+// truncated to the second as bd binds it: to events, or for a wisp to
+// wisp_events, where bd stores ” for a NULL value or comment
+// (InsertDerivedEventReturningID).
+func (t *txn) doltEvent(wisp bool, id, eventType, actor string, oldValue, newValue, comment sql.NullString) error {
+	if wisp {
+		for _, v := range []*sql.NullString{&oldValue, &newValue, &comment} {
+			v.Valid = true
+		}
+	}
 	e := doltEvent{IssueID: id, Type: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment,
 		CreatedAt: t.now.UTC().Truncate(time.Second)}
-	eid, err := newEventID(t.ctx, t.conn, e)
-	if err == nil {
-		err = t.dq.EventInsert(t.ctx, t.conn, dolt.EventInsertParams{
-			ID: eid, IssueID: id, EventType: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: e.CreatedAt,
-		})
+	eid, err := newEventID(t.ctx, t.conn, wisp, e)
+	row := dolt.EventInsertParams{
+		ID: eid, IssueID: id, EventType: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: e.CreatedAt,
+	}
+	switch {
+	case err != nil:
+	case wisp:
+		err = t.dq.WispEventInsert(t.ctx, t.conn, dolt.WispEventInsertParams{ID: eid, IssueID: id, EventType: eventType, Actor: text(actor),
+			OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: sql.NullTime{Time: e.CreatedAt, Valid: true}})
+	default:
+		err = t.dq.EventInsert(t.ctx, t.conn, row)
 	}
 	return err
 }
@@ -344,7 +398,7 @@ func doltRetryable(err error) bool { return dolt.IsConflict(err) || errors.Is(er
 // heldCount counts the in_progress issues agent holds.
 func (t *txn) heldCount(agent string) (int64, error) {
 	if t.flavor.dolt {
-		return t.dq.IssueHeldCount(t.ctx, t.conn, text(agent))
+		return t.dq.IssueHeldCount(t.ctx, t.conn, dolt.IssueHeldCountParams{Agent: text(agent)})
 	}
 	return t.q.IssueHeldCount(t.ctx, t.conn, agent)
 }
@@ -406,9 +460,19 @@ func (t *txn) doltRead(id string) (*row, error) {
 // with an empty assignee (CAS on row_lock), the lease row deleted, an
 // unclaimed event with comment (bd-claim's reason; NULL as bd writes it
 // for none), and the Dolt commit "bd: unclaim ID".
+//
+// A wisp is released in the wisps table, its event in wisp_events, as bd
+// unclaim routes it.
 func (t *txn) doltRelease(r *row, agent string, comment sql.NullString) error {
 	lock := newRowLock()
-	n, err := t.dq.IssueUnclaimSet(t.ctx, t.conn, dolt.IssueUnclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock})
+	set := dolt.IssueUnclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock}
+	var n int64
+	var err error
+	if r.dolt.wisp {
+		n, err = t.dq.WispUnclaimSet(t.ctx, t.conn, dolt.WispUnclaimSetParams(set))
+	} else {
+		n, err = t.dq.IssueUnclaimSet(t.ctx, t.conn, set)
+	}
 	if err == nil && n != 1 {
 		err = errChanged
 	}
@@ -417,7 +481,7 @@ func (t *txn) doltRelease(r *row, agent string, comment sql.NullString) error {
 	}
 	if err == nil {
 		newValue := `{"assignee":"","status":"open"}` // bd marshals map[string]string, keys sorted
-		err = t.doltEvent(r.ID, "unclaimed", agent, text(r.dolt.json), text(newValue), comment)
+		err = t.doltEvent(r.dolt.wisp, r.ID, "unclaimed", agent, text(r.dolt.json), text(newValue), comment)
 	}
 	t.commit = "bd: unclaim " + r.ID
 	t.landed = &landed{id: r.ID, rowLock: lock}
@@ -440,7 +504,7 @@ func (t *txn) doltExpire(r *row, actor, holder, comment string) error {
 		err = t.dq.LeaseDelete(t.ctx, t.conn, r.ID)
 	}
 	if err == nil {
-		err = t.doltEvent(r.ID, "lease_reclaimed", actor, text(holder), text(""), text(comment))
+		err = t.doltEvent(false, r.ID, "lease_reclaimed", actor, text(holder), text(""), text(comment))
 	}
 	if err != nil {
 		return err
@@ -457,7 +521,12 @@ func (t *txn) doltExpire(r *row, actor, holder, comment string) error {
 // does: by d, else by the lease's own length, else bd's 5 minutes. A
 // claim without a lease row gets one (bd upserts it too). No Dolt commit:
 // leases are dolt_ignored.
+//
+// A wisp has no lease to renew: bd heartbeat refuses it too.
 func (t *txn) doltRenew(id, agent string, c claimEvent, d time.Duration) (*Lease, error) {
+	if c.wisp {
+		return nil, Errorf(ENotClaimable, "%s is a wisp (bd's wisps table): bd never leases a wisp, so there is no lease to renew", id)
+	}
 	l := newLease(t.now, cmp.Or(d, c.leaseFor, doltLease))
 	n, err := t.dq.LeaseHeartbeat(t.ctx, t.conn, dolt.LeaseHeartbeatParams{LeaseExpiresAt: l.Until, HeartbeatAt: t.now, IssueID: id, Holder: agent})
 	if err == nil && n == 0 {
@@ -514,10 +583,17 @@ type doltSnapshot struct {
 	issue   Issue
 	rowLock int64
 	json    string
+	wisp    bool // a row of the wisps table
 }
 
 func (t *txn) doltSnapshot(id string) (doltSnapshot, error) {
 	r, err := t.dq.IssueSnapshot(t.ctx, t.conn, id)
+	wisp := errors.Is(err, sql.ErrNoRows) // then bd reads the wisps table
+	if wisp {
+		var w dolt.WispSnapshotRow
+		w, err = t.dq.WispSnapshot(t.ctx, t.conn, id)
+		r = dolt.IssueSnapshotRow(w)
+	}
 	if err != nil {
 		return doltSnapshot{}, err
 	}
@@ -525,7 +601,7 @@ func (t *txn) doltSnapshot(id string) (doltSnapshot, error) {
 	if err != nil {
 		return doltSnapshot{}, err
 	}
-	return doltSnapshot{rowLock: r.RowLock, json: iss.eventJSON(), issue: Issue{
+	return doltSnapshot{rowLock: r.RowLock, json: iss.eventJSON(), wisp: wisp, issue: Issue{
 		ID: iss.ID, Title: iss.Title, Status: iss.Status, Assignee: iss.Assignee, Priority: iss.Priority,
 		IssueType: iss.IssueType, Labels: iss.Labels, // never nil: the query gives at least []
 		ContentHash: r.ContentHash.String, ExternalRef: iss.ExternalRef,

@@ -53,6 +53,19 @@ func insertLabelled(t *testing.T, conn *sql.DB, id, label string) {
 	}
 }
 
+// insertWisp inserts an open `--no-history` wisp with one label, as bd's
+// defaults leave it (the wisp tables are dolt_ignored: no Dolt commit).
+func insertWisp(t *testing.T, conn *sql.DB, id, label string) {
+	t.Helper()
+	for _, q := range []string{
+		"INSERT INTO wisps (id, title, description, design, acceptance_criteria, notes, priority, issue_type, no_history, row_lock) VALUES ('" + id + "', 't', '', '', '', '', 2, 'task', 1, 7)",
+		"INSERT INTO wisp_labels (issue_id, label) VALUES ('" + id + "', '" + label + "')",
+	} {
+		_, err := conn.Exec(q)
+		assert.NilError(t, err, q)
+	}
+}
+
 // Every statement of every Dolt operation can fail: the operation reports
 // it and the database is as before. The runs with a failing statement go
 // first (each leaves nothing behind); the first run that meets no failure
@@ -71,24 +84,25 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 	for n, tc := range []struct {
 		name   string
 		policy *Policy
+		wisp   bool // the case's issue is a wisp (bd's wisps table)
 		setup  func(s *Store, id string)
 		op     func(s *Store, id, label string) error
 	}{
-		{"claim next", nil, nil, func(s *Store, _, label string) error {
+		{"claim next", nil, false, nil, func(s *Store, _, label string) error {
 			return ok(s.Claim(ctx, Request{Agent: "a", Filters: Filters{IncludeLabels: []string{label}}}))
 		}},
-		{"claim --id, max held", nil, nil, func(s *Store, id, _ string) error { return ok(s.Claim(ctx, Request{Agent: "a", ID: id, MaxHeld: 2})) }},
-		{"claim next, hybrid order", nil, nil, func(s *Store, _, label string) error {
+		{"claim --id, max held", nil, false, nil, func(s *Store, id, _ string) error { return ok(s.Claim(ctx, Request{Agent: "a", ID: id, MaxHeld: 2})) }},
+		{"claim next, hybrid order", nil, false, nil, func(s *Store, _, label string) error {
 			return ok(s.Claim(ctx, Request{Agent: "a", Filters: Filters{IncludeLabels: []string{label}, Sort: SortHybrid}}))
 		}},
-		{"dry run", nil, nil, func(s *Store, _, label string) error {
+		{"dry run", nil, false, nil, func(s *Store, _, label string) error {
 			return ok(s.Claim(ctx, Request{Agent: "a", DryRun: true, Filters: Filters{IncludeLabels: []string{label}}}))
 		}},
-		{"re-claim with a lease", nil, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+		{"re-claim with a lease", nil, false, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
 			func(s *Store, id, _ string) error {
 				return ok(s.Claim(ctx, Request{Agent: "w", ID: id, Lease: time.Hour}))
 			}},
-		{"refused: held", nil, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+		{"refused: held", nil, false, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
 			func(s *Store, id, _ string) error {
 				_, err := s.Claim(ctx, Request{Agent: "x", ID: id})
 				if ErrorCode(err) == EAlready {
@@ -96,48 +110,59 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 				}
 				return err
 			}},
-		{"release with a reason", nil, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+		{"release with a reason", nil, false, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
 			func(s *Store, id, _ string) error {
 				_, err := s.Release(ctx, ReleaseRequest{Agent: "w", ID: id, Reason: "later"})
 				return err
 			}},
-		{"heartbeat", nil, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+		{"heartbeat", nil, false, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
 			func(s *Store, id, _ string) error { return ok(s.Heartbeat(ctx, HeartbeatRequest{Agent: "w", ID: id})) }},
-		{"heartbeat of a claim without a lease row", nil, func(s *Store, id string) {
+		{"heartbeat of a claim without a lease row", nil, false, func(s *Store, id string) {
 			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
 			_, err := conn.Exec("DELETE FROM leases WHERE issue_id = ?", id)
 			assert.NilError(t, err)
 		}, func(s *Store, id, _ string) error {
 			return ok(s.Heartbeat(ctx, HeartbeatRequest{Agent: "w", ID: id, Lease: time.Minute}))
 		}},
-		{"release --failed, abandoning", abandoning, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+		{"release --failed, abandoning", abandoning, false, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
 			func(s *Store, id, _ string) error {
 				_, err := s.Release(ctx, ReleaseRequest{Agent: "w", ID: id, Failed: true, Reason: "boom"})
 				return err
 			}},
-		{"reset of an abandoned issue", abandoning, func(s *Store, id string) {
+		{"reset of an abandoned issue", abandoning, false, func(s *Store, id string) {
 			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
 			must[Released](t)(s.Release(ctx, ReleaseRequest{Agent: "w", ID: id, Failed: true}))
 		}, func(s *Store, id, _ string) error {
 			_, err := s.Reset(ctx, ResetRequest{Actor: "h", ID: id})
 			return err
 		}},
-		{"takeover of an expired lease", nil, func(s *Store, id string) {
+		{"takeover of an expired lease", nil, false, func(s *Store, id string) {
 			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
 			expire(id)
 		}, func(s *Store, id, _ string) error { return ok(s.Claim(ctx, Request{Agent: "x", ID: id})) }},
-		{"reap", nil, func(s *Store, id string) {
+		{"reap", nil, false, func(s *Store, id string) {
 			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
 			expire(id)
 		}, func(s *Store, _, _ string) error {
 			_, err := s.Reap(ctx, "r", false)
 			return err
 		}},
-		{"stats", abandoning, nil, func(s *Store, _, _ string) error {
+		{"claim next, a wisp", nil, true, nil, func(s *Store, _, label string) error {
+			return ok(s.Claim(ctx, Request{Agent: "a", Filters: Filters{IncludeLabels: []string{label}}}))
+		}},
+		{"claim --id of a wisp, max held", nil, true, nil, func(s *Store, id, _ string) error {
+			return ok(s.Claim(ctx, Request{Agent: "wb", ID: id, MaxHeld: 2}))
+		}},
+		{"release of a wisp", nil, true, func(s *Store, id string) { must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id})) },
+			func(s *Store, id, _ string) error {
+				_, err := s.Release(ctx, ReleaseRequest{Agent: "w", ID: id})
+				return err
+			}},
+		{"stats", abandoning, false, nil, func(s *Store, _, _ string) error {
 			_, err := s.Stats(ctx)
 			return err
 		}},
-		{"explain", nil, nil, func(s *Store, _, label string) error {
+		{"explain", nil, false, nil, func(s *Store, _, label string) error {
 			_, err := s.Explain(ctx, Request{Agent: "a", MaxHeld: 1, Filters: Filters{IncludeLabels: []string{label}}})
 			return err
 		}},
@@ -145,7 +170,12 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			label := fmt.Sprintf("case%d", n)
 			id := w.Prefix + "-" + label
-			insertLabelled(t, conn, id, label)
+			if tc.wisp {
+				id = w.Prefix + "-wisp-" + label
+				insertWisp(t, conn, id, label)
+			} else {
+				insertLabelled(t, conn, id, label)
+			}
 			s := openDoltAt(t, w, 0, Options{Policy: tc.policy})
 			if tc.setup != nil {
 				tc.setup(s, id)

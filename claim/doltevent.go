@@ -253,12 +253,23 @@ func firstFreeEventID(table string, e doltEvent, taken []string) string {
 }
 
 // newEventID is the id bd would give the row if it inserted it now, in the
-// events table, through q (the claim's transaction).
-func newEventID(ctx context.Context, q dolt.DBTX, e doltEvent) (string, error) {
-	raw, err := dolt.New().EventIDsSameContent(ctx, q, dolt.EventIDsSameContentParams{
+// events table (wisp_events for a wisp), through q (the claim's
+// transaction).
+func newEventID(ctx context.Context, q dolt.DBTX, wisp bool, e doltEvent) (string, error) {
+	same := dolt.EventIDsSameContentParams{
 		IssueID: e.IssueID, EventType: e.Type, Actor: e.Actor,
 		OldValue: e.OldValue, NewValue: e.NewValue, Comment: e.Comment, CreatedAt: e.CreatedAt.UTC().Truncate(time.Second),
-	})
+	}
+	table := "events"
+	var raw json.RawMessage
+	var err error
+	if wisp {
+		table = "wisp_events"
+		raw, err = dolt.New().WispEventIDsSameContent(ctx, q, dolt.WispEventIDsSameContentParams{IssueID: e.IssueID, EventType: e.Type,
+			Actor: text(e.Actor), OldValue: e.OldValue, NewValue: e.NewValue, Comment: e.Comment, CreatedAt: sql.NullTime{Time: same.CreatedAt, Valid: true}})
+	} else {
+		raw, err = dolt.New().EventIDsSameContent(ctx, q, same)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -266,5 +277,5 @@ func newEventID(ctx context.Context, q dolt.DBTX, e doltEvent) (string, error) {
 	if err := json.Unmarshal(raw, &taken); err != nil {
 		return "", fmt.Errorf("ids of same-content events: %w", err)
 	}
-	return firstFreeEventID("events", e, taken), nil
+	return firstFreeEventID(table, e, taken), nil
 }

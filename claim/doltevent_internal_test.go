@@ -52,6 +52,14 @@ func TestEventIDMatchesBd(t *testing.T) {
 		assert.Check(t, is.Equal(eventID("events", c.e, 0), c.id), "%s %s", c.e.IssueID, c.e.Type)
 		assert.Check(t, eventID("events", c.e, 1) != c.id && eventID("wisp_events", c.e, 0) != c.id)
 	}
+	// A wisp's claim, as `bd ready --claim` wrote it into wisp_events (a
+	// `bd create --no-history -l x` wisp): its comment is '', not NULL.
+	wisp := doltEvent{IssueID: "sc-wisp-gtn", Type: "claimed", Actor: "creator",
+		OldValue:  null(`{"id":"sc-wisp-gtn","title":"nh","status":"open","priority":1,"issue_type":"task","owner":"t@e.x","created_at":"2026-11-23T04:32:48Z","created_by":"creator","updated_at":"2026-11-23T04:32:48Z","labels":["x"],"no_history":true}`),
+		NewValue:  null(`{"assignee":"creator","status":"in_progress"}`),
+		Comment:   null(""),
+		CreatedAt: at("2026-11-23 04:33:02")}
+	assert.Check(t, is.Equal(eventID("wisp_events", wisp, 0), "21efd080-89ff-558e-b3bf-eaeefa394dd6"))
 	// A claim event as claimedEvent builds it: bd's new_value, no comment,
 	// created_at truncated (not rounded) to the second.
 	e := claimedEvent("fx-dwe", "agent-x", `{"id":"fx-dwe","title":"A \u003cbug\u003e \u0026 \"q\"","status":"open","priority":0,"issue_type":"bug","owner":"t@example.com","created_at":"2026-11-23T01:28:01Z","created_by":"creator","updated_at":"2026-11-23T01:28:01Z","labels":["a-label","backend"]}`,
@@ -179,11 +187,11 @@ func TestDoltClaimedEventMatchesBd(t *testing.T) {
 		assert.Check(t, is.Equal(eventID("events", got, 0), gotID), "id of %s's event", id)
 
 		// Another event of the same content would take the next ordinal.
-		next, err := newEventID(ctx, conn, want)
+		next, err := newEventID(ctx, conn, false, want)
 		assert.NilError(t, err)
 		assert.Check(t, is.Equal(next, eventID("events", want, 1)))
 		want.CreatedAt = want.CreatedAt.Add(time.Second)
-		next, err = newEventID(ctx, conn, want)
+		next, err = newEventID(ctx, conn, false, want)
 		assert.NilError(t, err)
 		assert.Check(t, is.Equal(next, eventID("events", want, 0)))
 		if id == sink || id == tmpl {
@@ -205,10 +213,10 @@ func TestNewEventIDFails(t *testing.T) {
 	e := claimedEvent("ef-1", "a", "{}", time.Now())
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = newEventID(cancelled, conn, e)
+	_, err = newEventID(cancelled, conn, false, e)
 	assert.Check(t, is.ErrorIs(err, context.Canceled))
 
-	_, err = newEventID(context.Background(), oneRow{conn, `SELECT CAST('{"id":1}' AS JSON)`}, e)
+	_, err = newEventID(context.Background(), oneRow{conn, `SELECT CAST('{"id":1}' AS JSON)`}, false, e)
 	assert.Check(t, is.ErrorContains(err, "ids of same-content events: json: cannot unmarshal object"))
 }
 

@@ -31,7 +31,7 @@ func (s *Store) Explain(ctx context.Context, req Request) (Explanation, error) {
 		spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now)
 		// One 0/1 column per rule and issue, summed outside: Dolt refuses
 		// a subquery inside an aggregate (only_full_group_by).
-		inner := sq.Select().From("issues i").Where("i.status IN ('open', 'in_progress')").
+		inner := sq.Select().From(spec.from).Where("i.status IN ('open', 'in_progress')").
 			Column("CASE WHEN i.status = 'open' THEN 1 ELSE 0 END AS o").
 			Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END AS s", spec.rules[0].pred)).
 			Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END AS w", spec.where()))

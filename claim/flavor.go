@@ -27,6 +27,8 @@ type flavor struct {
 	version    Version
 	dolt       bool            // a Dolt server workspace (bd v1.3.x): MySQL's dialect, bd's leases table, row_lock fencing
 	dependsOn  string          // the dependencies column that names the blocker or parent
+	source     string          // the rows readiness ranges over, aliased i: issues (and, on Dolt, bd's wisps)
+	labels     string          // the labels of those rows (issue_id, label)
 	columns    map[string]bool // the columns of issues
 	readCols   []string        // the issues columns a claim reads: those the hash and the payload use
 	hash       []hashField     // bd's ComputeContentHash, field by field
@@ -131,7 +133,7 @@ func detectFlavor(ctx context.Context, conn db.DBTX) (flavor, error) {
 // whose issues table has columns, with bd ready's configured id exclusions.
 func sqliteFlavor(v Version, columns map[string]bool, idPatterns string) flavor {
 	f := flavor{
-		version: v, columns: columns, dependsOn: "depends_on_id",
+		version: v, columns: columns, dependsOn: "depends_on_id", source: "issues i", labels: "labels",
 		hash: modernHash, payload: modernJSON, claimEvent: "status_changed",
 		eventTime: sqliteTime, rowTime: rowTime, history: sqliteHistory,
 		notBlocked: rule{"blocked", "it is blocked by an open dependency (blocked_issues_cache)",
@@ -217,8 +219,7 @@ func (f flavor) readyRules(rules []rule, now string, typeFilter bool) []rule {
 		rules = append(rules, rule{"deferred", "it is deferred (defer_until is in the future)",
 			sq.Expr("(i.defer_until IS NULL OR i.defer_until <= ?)", now)},
 			rule{"deferred_parent", "its parent is deferred (defer_until is in the future)",
-				sq.Expr(`i.id NOT IN (SELECT d.issue_id FROM dependencies d JOIN issues p ON p.id = d.depends_on_issue_id
-	WHERE d.type = 'parent-child' AND p.defer_until > ?)`, now)})
+				sq.Expr(`i.id NOT IN (`+doltDeferredChildren+`)`, now, now, now, now)})
 	case f.deferred:
 		rules = append(rules, rule{"deferred", "it is deferred (defer_until is in the future)",
 			sq.Expr("(i.defer_until IS NULL OR datetime(i.defer_until) <= datetime(?))", now)})

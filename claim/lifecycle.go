@@ -56,6 +56,9 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 			return err
 		}
 		out.Issue, out.ClaimID = &r.Issue, c.ID
+		if req.Failed && c.wisp {
+			return Errorf(EInvalid, "%s is a wisp (bd's wisps table): bd-claim keeps no failure history for wisps; release it without --failed", req.ID)
+		}
 		if err := t.unclaim(r, req); err != nil {
 			return err
 		}
@@ -145,7 +148,7 @@ func (t *txn) label(r *row, actor, label string, add bool) error {
 		if t.commit == "" { // bd's message; a release's own message covers it
 			t.commit = "bd: label " + verb + " " + r.ID
 		}
-		return t.doltEvent(r.ID, event, actor, sql.NullString{}, sql.NullString{}, text(comment))
+		return t.doltEvent(false, r.ID, event, actor, sql.NullString{}, sql.NullString{}, text(comment))
 	}
 	if _, err = t.event(r.ID, event, actor, sql.NullString{}, sql.NullString{}, comment); err == nil {
 		err = t.dirty(r.ID, t.flavor.rowAt(t.now))
@@ -263,7 +266,7 @@ func (s *Store) Reset(ctx context.Context, req ResetRequest) (Reset, error) {
 // marks the place; on Dolt only the event (events are not versioned).
 func (t *txn) resetMark(r *row, actor, comment string) error {
 	if t.flavor.dolt {
-		return t.doltEvent(r.ID, "commented", actor, sql.NullString{}, sql.NullString{}, text(comment))
+		return t.doltEvent(false, r.ID, "commented", actor, sql.NullString{}, sql.NullString{}, text(comment))
 	}
 	updated := t.flavor.updatedAt(t.now, r.UpdatedAt)
 	if _, err := t.q.IssueTouch(t.ctx, t.conn, db.IssueTouchParams{UpdatedAt: updated, ID: r.ID}); err != nil {

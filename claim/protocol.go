@@ -121,6 +121,7 @@ type claimEvent struct {
 	Until                   string // the lease's end as leaseTime, "" without a lease
 	Expired                 bool
 	leaseFor                time.Duration // Dolt: the lease's length, from the leases row
+	wisp                    bool          // Dolt: a row of bd's wisps table, never leased
 }
 
 func (c *claimEvent) dest() []any {

@@ -24,13 +24,14 @@ type readySpec struct {
 	order string // ORDER BY clause
 	args  []any  // arguments of order
 	sort  Sort
+	from  string // the rows a claim chooses from, aliased i (flavor.source)
 }
 
 // newReadySpec builds the specification for one workspace flavor,
 // agent, failure policy and set of filters, as of now.
 func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) readySpec {
 	nowText := fl.eventAt(now) // in the form of the database's datetime()
-	spec := readySpec{sort: f.Sort}
+	spec := readySpec{sort: f.Sort, from: fl.source}
 	add := func(name, reason string, pred sq.Sqlizer) {
 		spec.rules = append(spec.rules, rule{name, reason, pred})
 	}
@@ -47,11 +48,11 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	spec.rules = append(spec.rules, p.rules(fl.history, now)...)
 	for _, l := range f.IncludeLabels {
 		add("label:"+l, fmt.Sprintf("it lacks the label %q", l),
-			sq.Expr("EXISTS (SELECT 1 FROM labels l WHERE l.issue_id = i.id AND l.label = ?)", l))
+			sq.Expr("EXISTS (SELECT 1 FROM "+fl.labels+" l WHERE l.issue_id = i.id AND l.label = ?)", l))
 	}
 	if len(f.ExcludeLabels) > 0 {
 		add("exclude_label", "it has a label in --exclude-label",
-			sq.Expr("NOT EXISTS (SELECT 1 FROM labels l WHERE l.issue_id = i.id AND ?)", sq.Eq{"l.label": f.ExcludeLabels}))
+			sq.Expr("NOT EXISTS (SELECT 1 FROM "+fl.labels+" l WHERE l.issue_id = i.id AND ?)", sq.Eq{"l.label": f.ExcludeLabels}))
 	}
 	if f.MinPriority != nil {
 		add("priority", fmt.Sprintf("its priority is below P%d", *f.MinPriority), sq.Expr("i.priority <= ?", *f.MinPriority))
@@ -83,7 +84,7 @@ func (s readySpec) where() sq.And {
 
 // candidates selects the claimable issues in claim order.
 func (s readySpec) candidates() sq.SelectBuilder {
-	return sq.Select("i.id").From("issues i").Where(s.where()).OrderByClause(s.order, s.args...)
+	return sq.Select("i.id").From(s.from).Where(s.where()).OrderByClause(s.order, s.args...)
 }
 
 // next selects the first claimable issue. For the priority order it first
@@ -99,7 +100,7 @@ func (s readySpec) next() sq.SelectBuilder { return s.nextK(1) }
 // urgent priority that has one, for the priority order), in claim order.
 func (s readySpec) nextK(k uint64) sq.SelectBuilder {
 	cheap, costly := s.split()
-	b := sq.Select("i.id").From("issues i").Where(cheap).OrderByClause(s.order, s.args...)
+	b := sq.Select("i.id").From(s.from).Where(cheap).OrderByClause(s.order, s.args...)
 	if s.sort == SortPriority {
 		// The inner alias i shadows the outer one: the same rules apply.
 		// One min() per status (open, and in_progress for an expired
@@ -138,7 +139,7 @@ func (s readySpec) firstK(k, page uint64) sq.SelectBuilder {
 		return s.candidates().Column("i.priority").Limit(k)
 	}
 	cheap, costly := s.split()
-	b := sq.Select("i.id", "i.priority", "i.created_at").From("issues i").Where(cheap).OrderByClause(s.order, s.args...).Limit(page)
+	b := sq.Select("i.id", "i.priority", "i.created_at").From(s.from).Where(cheap).OrderByClause(s.order, s.args...).Limit(page)
 	return sq.Select("i.id", "i.priority").FromSelect(b, "i").Where(costly).OrderByClause(s.order, s.args...).Limit(k)
 }
 
@@ -149,12 +150,12 @@ func (s readySpec) byID(id string) sq.SelectBuilder {
 
 // claimOrder selects every claimable issue's id in claim order, as one JSON array.
 func (s readySpec) claimOrder() sq.SelectBuilder {
-	return sq.Select().Column(sq.Expr("json_group_array(i.id ORDER BY "+s.order+")", s.args...)).From("issues i").Where(s.where())
+	return sq.Select().Column(sq.Expr("json_group_array(i.id ORDER BY "+s.order+")", s.args...)).From(s.from).Where(s.where())
 }
 
 // verdicts evaluates every rule for one issue: one 0/1 column per rule.
 func (s readySpec) verdicts(id string) sq.SelectBuilder {
-	b := sq.Select().From("issues i").Where(sq.Eq{"i.id": id})
+	b := sq.Select().From(s.from).Where(sq.Eq{"i.id": id})
 	for _, r := range s.rules {
 		b = b.Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END", r.pred))
 	}

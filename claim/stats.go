@@ -95,11 +95,11 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 func (t *txn) stats(st *Stats) error {
 	byPriority := make([]int, PriorityBacklog+1) // bd's CHECK keeps priority in 0..4
 	spec := newReadySpec(t.flavor, "", Filters{OnlyUnassigned: true}, t.policy, t.now)
-	b := sq.Select("count(*)").Column(sq.Expr("COALESCE(sum(NOT ?), 0)", t.flavor.notBlocked.pred)).From("issues i").Where("i.status = 'open'")
+	b := sq.Select("count(*)").Column(sq.Expr("COALESCE(sum(NOT ?), 0)", t.flavor.notBlocked.pred)).From(spec.from).Where("i.status = 'open'")
 	if err := t.queryRow(b).Scan(&st.Open, &st.Blocked); err != nil {
 		return err
 	}
-	b = sq.Select().From("issues i").Where(spec.where())
+	b = sq.Select().From(spec.from).Where(spec.where())
 	dest := make([]any, len(byPriority))
 	for p := range byPriority {
 		b = b.Column(sq.Expr("COALESCE(sum(i.priority = ?), 0)", p))

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,7 +21,14 @@ import (
 // issueCells reads every column of an issue as text, by name.
 func issueCells(t *testing.T, w *claimtest.DoltWorkspace, id string) map[string]string {
 	t.Helper()
-	rows, err := w.DB(t).Query("SELECT * FROM issues WHERE id = ?", id)
+	return rowCells(t, w, "issues", id)
+}
+
+// rowCells reads every column of row id of table (issues or wisps) as
+// text, by name.
+func rowCells(t *testing.T, w *claimtest.DoltWorkspace, table, id string) map[string]string {
+	t.Helper()
+	rows, err := w.DB(t).Query("SELECT * FROM "+table+" WHERE id = ?", id)
 	assert.NilError(t, err)
 	defer rows.Close()
 	cols, err := rows.Columns()
@@ -127,6 +135,90 @@ func TestDoltTwins(t *testing.T) {
 		assert.NilError(t, conn.QueryRow("SELECT table_name, rows_modified, cells_modified FROM dolt_diff_stat('"+r+"~1', '"+r+"')").Scan(&table, &rowsModified, &cells))
 		assert.Equal(t, fmt.Sprintf("%s %d %d", table, rowsModified, cells), "issues 1 5", r)
 	}
+}
+
+// Wisp twins: two `bd create --no-history` wisps (rows of bd's wisps
+// table, which bd ready lists), one claimed by `bd update --claim`, its
+// twin by bd-claim --id, then released by `bd unclaim` and bd-claim
+// release. The same cells of the wisps rows change, neither gets a lease,
+// the claimed and unclaimed events in wisp_events have the same shape
+// (comment ” where events would hold NULL, UUIDv5 ids), and no Dolt commit is made. A wisp has no lease to renew
+// and no failure history: heartbeat and release --failed are refused.
+func TestDoltWispTwins(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "wtw")
+	conn := w.DB(t)
+	var a, b struct{ ID string }
+	w.JSON(&a, "create", "wisp twin", "--no-history", "-p", "1", "-l", "backend", "-d", "the same description")
+	w.JSON(&b, "create", "wisp twin", "--no-history", "-p", "1", "-l", "backend", "-d", "the same description")
+	assert.Assert(t, strings.Contains(a.ID, "-wisp-") && strings.Contains(b.ID, "-wisp-"), "%s %s", a.ID, b.ID)
+	commits := claimtest.Count(t, conn, "SELECT count(*) FROM dolt_log")
+	beforeA, beforeB := rowCells(t, w, "wisps", a.ID), rowCells(t, w, "wisps", b.ID)
+	time.Sleep(1100 * time.Millisecond) // a later second: updated_at changes
+	w.As("agent-1").OK("update", a.ID, "--claim", "--json")
+	r := doltRun(t, w, "--agent", "agent-1", "--id", b.ID)
+	r.Assert(t, icmd.Success)
+	var out struct {
+		Issue   struct{ ID, Status, Assignee string }
+		ClaimID int64 `json:"claim_id"`
+		Lease   *struct{}
+	}
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout()), &out), r.Stdout())
+	assert.Equal(t, out.Issue.ID+" "+out.Issue.Status+" "+out.Issue.Assignee, b.ID+" in_progress agent-1")
+	assert.Assert(t, out.Lease == nil, "a wisp claim has no lease: %s", r.Stdout())
+	afterA, afterB := rowCells(t, w, "wisps", a.ID), rowCells(t, w, "wisps", b.ID)
+	assert.DeepEqual(t, changed(beforeA, afterA), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
+	assert.DeepEqual(t, changed(beforeB, afterB), changed(beforeA, afterA))
+	for _, c := range []string{"assignee", "status", "content_hash", "is_blocked", "no_history", "ephemeral"} {
+		assert.Equal(t, afterB[c], afterA[c], c)
+	}
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM leases"), 0)
+
+	type event struct{ ID, Actor, Old, New, Comment, At string }
+	eventOf := func(id, eventType string) event {
+		var e event
+		assert.NilError(t, conn.QueryRow("SELECT id, actor, old_value, new_value, comment, CAST(created_at AS CHAR) FROM wisp_events WHERE issue_id = ? AND event_type = ?", id, eventType).
+			Scan(&e.ID, &e.Actor, &e.Old, &e.New, &e.Comment, &e.At))
+		return e
+	}
+	keys := func(s string) []string {
+		var m map[string]any
+		assert.NilError(t, json.Unmarshal([]byte(s), &m))
+		return slices.Sorted(maps.Keys(m))
+	}
+	sameShape := func(eventType string) {
+		t.Helper()
+		ea, eb := eventOf(a.ID, eventType), eventOf(b.ID, eventType)
+		assert.Equal(t, eb.Actor+"/"+eb.New+"/"+eb.Comment, ea.Actor+"/"+ea.New+"/"+ea.Comment, eventType)
+		assert.DeepEqual(t, keys(eb.Old), keys(ea.Old))
+		assert.Assert(t, strings.Contains(eb.Old, `"no_history":true`), eb.Old)
+		assert.Assert(t, len(eb.ID) == 36 && eb.ID[14] == '5', "a UUIDv5 like bd's: %s", eb.ID)
+	}
+	sameShape("claimed")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_log"), commits, "no Dolt commit")
+
+	// bd's view: the wisp is claimed; bd ready no longer lists it.
+	var shown []struct{ Status, Assignee string }
+	w.JSON(&shown, "show", b.ID)
+	assert.Equal(t, shown[0].Status+"/"+shown[0].Assignee, "in_progress/agent-1")
+
+	r = doltRun(t, w, "heartbeat", "--agent", "agent-1", "--id", b.ID)
+	assert.Assert(t, r.ExitCode != 0 && strings.Contains(r.Stdout(), "NOT_CLAIMABLE") && strings.Contains(r.Stdout(), "never leases a wisp"), r.Combined())
+	r = doltRun(t, w, "release", "--agent", "agent-1", "--id", b.ID, "--failed")
+	assert.Assert(t, r.ExitCode != 0 && strings.Contains(r.Stdout(), "INVALID_ARGUMENT"), r.Combined())
+
+	time.Sleep(1100 * time.Millisecond)
+	w.As("agent-1").OK("unclaim", a.ID)
+	doltRun(t, w, "release", "--agent", "agent-1", "--id", b.ID).Assert(t, icmd.Success)
+	relA, relB := rowCells(t, w, "wisps", a.ID), rowCells(t, w, "wisps", b.ID)
+	assert.DeepEqual(t, changed(afterB, relB), changed(afterA, relA))
+	assert.Equal(t, relB["status"]+"/"+relB["assignee"], relA["status"]+"/"+relA["assignee"])
+	sameShape("unclaimed")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_log"), commits, "no Dolt commit")
+
+	// Claim-next takes a wisp as bd ready --claim would: the older twin first.
+	r = doltRun(t, w, "--agent", "agent-2")
+	r.Assert(t, icmd.Success)
+	assert.Assert(t, strings.Contains(r.Stdout(), `"id":"`+a.ID+`"`), r.Stdout())
 }
 
 // Leases interoperate both ways: bd heartbeats and unclaims bd-claim's

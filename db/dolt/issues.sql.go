@@ -87,16 +87,21 @@ func (q *Queries) IssueClaimState(ctx context.Context, db DBTX, id string) (Issu
 }
 
 const issueHeldCount = `-- name: IssueHeldCount :one
-SELECT count(*) FROM issues WHERE assignee = ? AND status = 'in_progress'
+SELECT CAST((SELECT count(*) FROM issues i WHERE i.assignee = ? AND i.status = 'in_progress')
+  + (SELECT count(*) FROM wisps w WHERE w.assignee = ? AND w.status = 'in_progress') AS SIGNED) AS held
 `
 
-// IssueHeldCount counts the in_progress issues assigned to an agent
-// (idx_issues_assignee).
-func (q *Queries) IssueHeldCount(ctx context.Context, db DBTX, agent sql.NullString) (int64, error) {
-	row := db.QueryRowContext(ctx, issueHeldCount, agent)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+type IssueHeldCountParams struct {
+	Agent sql.NullString
+}
+
+// IssueHeldCount counts the in_progress issues and wisps assigned to an
+// agent (idx_issues_assignee).
+func (q *Queries) IssueHeldCount(ctx context.Context, db DBTX, arg IssueHeldCountParams) (int64, error) {
+	row := db.QueryRowContext(ctx, issueHeldCount, arg.Agent, arg.Agent)
+	var held int64
+	err := row.Scan(&held)
+	return held, err
 }
 
 const issueHeldList = `-- name: IssueHeldList :many

@@ -11,9 +11,10 @@ SET assignee = sqlc.arg(assignee),
 WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status = 'open';
 
 -- name: IssueHeldCount :one
--- IssueHeldCount counts the in_progress issues assigned to an agent
--- (idx_issues_assignee).
-SELECT count(*) FROM issues WHERE assignee = sqlc.arg(agent) AND status = 'in_progress';
+-- IssueHeldCount counts the in_progress issues and wisps assigned to an
+-- agent (idx_issues_assignee).
+SELECT CAST((SELECT count(*) FROM issues i WHERE i.assignee = sqlc.arg(agent) AND i.status = 'in_progress')
+  + (SELECT count(*) FROM wisps w WHERE w.assignee = sqlc.arg(agent) AND w.status = 'in_progress') AS SIGNED) AS held;
 
 -- name: IssueClaimState :one
 -- IssueClaimState reads what decides who holds an issue: its status and
