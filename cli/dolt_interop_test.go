@@ -284,16 +284,18 @@ func TestDoltLeaseInterop(t *testing.T) {
 // processes has one winner, and a loaded CPU stretches the rounds): on a
 // loaded 2-core machine 12 bd processes alone give up too, and any other
 // work on the server adds give-ups (BENCHMARKS.md, "Dolt: bd beside
-// bd-claim"). So the bd processes that give up beside 12 bd-claim ones
-// must be no more than those that give up, in the same run, when those 12
-// agents run bd as well (24 bd processes): where bd copes with itself,
-// bd-claim must not make it give up.
+// bd-claim"). So the share of bd processes that give up beside 12
+// bd-claim ones must not exceed, by more than a quarter (one run's noise,
+// measured), the share that gives up in the same run when those 12 agents
+// run bd as well (24 bd processes): where bd copes with itself, bd-claim
+// must not make it give up. On a machine so loaded that most of 24 bd
+// processes give up, this cannot tell; the test logs both counts.
 func TestDoltRaceWithBd(t *testing.T) {
 	srv := claimtest.NeedDolt(t)
 	_, alone := bdRace(t, srv, "solo", 24, 0)
 	claims, gaveUp := bdRace(t, srv, "mix", 12, 12)
 	t.Logf("bd ready --claim processes that gave up: %d of 12 beside 12 bd-claim processes, %d of 24 without them", gaveUp, alone)
-	assert.Assert(t, gaveUp <= alone, "beside bd-claim %d of 12 bd processes gave up; with bd alone, %d of 24", gaveUp, alone)
+	assert.Assert(t, float64(gaveUp)/12 <= float64(alone)/24+0.25, "beside bd-claim %d of 12 bd processes gave up; with bd alone, %d of 24", gaveUp, alone)
 	assert.Equal(t, len(claims), 30)
 }
 
