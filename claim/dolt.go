@@ -92,7 +92,7 @@ func (s *Store) doltCheck(ctx context.Context) error {
 func doltFlavor() flavor {
 	return flavor{
 		version: Version{1, 3, 0}, dolt: true, claimEvent: "claimed", eventTime: doltTime,
-		dependsOn: "depends_on_issue_id", history: doltHistory, source: doltSource, labels: doltLabels,
+		dependsOn: "depends_on_issue_id", history: doltHistory, source: doltSource, sourceOf: doltSourceOf, labels: doltLabels,
 		notBlocked:   rule{"blocked", "it is blocked by an open dependency (is_blocked)", sq.Expr("i.is_blocked = 0")},
 		leaseExpired: doltLeaseExpired,
 		ready: []rule{
@@ -106,9 +106,17 @@ func doltFlavor() flavor {
 // doltSource is every issue and wisp of a Dolt workspace, with the
 // columns the readiness rules and the sort orders read, aliased i. Ids are
 // unique across the two tables (bd routes an id to one of them).
-const doltSource = `(SELECT id, status, assignee, priority, issue_type, created_at, is_blocked, pinned, ephemeral, defer_until FROM issues
-	UNION ALL
-	SELECT id, status, assignee, priority, issue_type, created_at, is_blocked, pinned, ephemeral, defer_until FROM wisps) i`
+const doltSource = "(SELECT " + doltColumns + " FROM issues UNION ALL SELECT " + doltColumns + " FROM wisps) i"
+
+// doltColumns are the columns of doltSource.
+const doltColumns = "id, status, assignee, priority, issue_type, created_at, is_blocked, pinned, ephemeral, defer_until"
+
+// doltSourceOf is doltSource narrowed to one id in each table: the server
+// does not push a condition on the union into it, and a claim by id would
+// read every issue (about 4x slower at 10k issues).
+func doltSourceOf(id string) sq.SelectBuilder {
+	return sq.Select(doltColumns).From("issues").Where(sq.Eq{"id": id}).Suffix("UNION ALL SELECT "+doltColumns+" FROM wisps WHERE id = ?", id)
+}
 
 // doltLabels is the labels of issues and wisps.
 const doltLabels = `(SELECT issue_id, label FROM labels UNION ALL SELECT issue_id, label FROM wisp_labels)`

@@ -20,18 +20,19 @@ type rule struct {
 // workspace's bd version, plus status open (or in_progress under an expired
 // lease), the assignee rule, the failure policy and the agent's filters.
 type readySpec struct {
-	rules []rule
-	order string // ORDER BY clause
-	args  []any  // arguments of order
-	sort  Sort
-	from  string // the rows a claim chooses from, aliased i (flavor.source)
+	rules  []rule
+	order  string // ORDER BY clause
+	args   []any  // arguments of order
+	sort   Sort
+	from   string                           // the rows a claim chooses from, aliased i (flavor.source)
+	fromOf func(id string) sq.SelectBuilder // those rows narrowed to one id (flavor.sourceOf), or nil
 }
 
 // newReadySpec builds the specification for one workspace flavor,
 // agent, failure policy and set of filters, as of now.
 func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) readySpec {
 	nowText := fl.eventAt(now) // in the form of the database's datetime()
-	spec := readySpec{sort: f.Sort, from: fl.source}
+	spec := readySpec{sort: f.Sort, from: fl.source, fromOf: fl.sourceOf}
 	add := func(name, reason string, pred sq.Sqlizer) {
 		spec.rules = append(spec.rules, rule{name, reason, pred})
 	}
@@ -145,7 +146,16 @@ func (s readySpec) firstK(k, page uint64) sq.SelectBuilder {
 
 // byID selects issue id when it is claimable.
 func (s readySpec) byID(id string) sq.SelectBuilder {
-	return s.candidates().Where(sq.Eq{"i.id": id}).Limit(1)
+	return s.narrow(s.candidates().Where(sq.Eq{"i.id": id}).Limit(1), id)
+}
+
+// narrow makes b, a query on issue id, read the flavor's rows of that id
+// only.
+func (s readySpec) narrow(b sq.SelectBuilder, id string) sq.SelectBuilder {
+	if s.fromOf == nil {
+		return b
+	}
+	return b.FromSelect(s.fromOf(id), "i")
 }
 
 // claimOrder selects every claimable issue's id in claim order, as one JSON array.
@@ -155,7 +165,7 @@ func (s readySpec) claimOrder() sq.SelectBuilder {
 
 // verdicts evaluates every rule for one issue: one 0/1 column per rule.
 func (s readySpec) verdicts(id string) sq.SelectBuilder {
-	b := sq.Select().From(s.from).Where(sq.Eq{"i.id": id})
+	b := s.narrow(sq.Select().From(s.from).Where(sq.Eq{"i.id": id}), id)
 	for _, r := range s.rules {
 		b = b.Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END", r.pred))
 	}
