@@ -7,10 +7,12 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"math"
 	mrand "math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -189,13 +191,22 @@ func (t *txn) doltClaim(st dolt.IssueClaimStateRow) claimEvent {
 	return c
 }
 
-// doltHeld lists every in_progress issue with its claim, by holder then id.
+// doltHeld lists every in_progress issue with its claim, by holder then
+// id, in the transaction's snapshot.
 func (t *txn) doltHeld() ([]claimEvent, error) {
-	rows, err := t.dq.IssueHeldList(t.ctx, t.conn)
-	out := make([]claimEvent, len(rows))
-	for i, r := range rows {
-		out[i] = t.doltClaim(dolt.IssueClaimStateRow(r))
+	raw, err := t.dq.IssueInProgressIDs(t.ctx, t.conn)
+	var ids []string
+	_ = json.Unmarshal(raw, &ids) // the server's JSON_ARRAYAGG output
+	out := make([]claimEvent, 0, len(ids))
+	for _, id := range ids {
+		if err != nil {
+			break
+		}
+		var c claimEvent
+		c, err = t.doltClaimState(id)
+		out = append(out, c)
 	}
+	slices.SortFunc(out, func(a, b claimEvent) int { return cmp.Or(cmp.Compare(a.Holder, b.Holder), cmp.Compare(a.IssueID, b.IssueID)) })
 	return out, err
 }
 

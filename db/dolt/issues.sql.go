@@ -104,57 +104,17 @@ func (q *Queries) IssueHeldCount(ctx context.Context, db DBTX, arg IssueHeldCoun
 	return held, err
 }
 
-const issueHeldList = `-- name: IssueHeldList :many
-SELECT i.id, i.status, COALESCE(i.assignee, '') AS assignee, i.row_lock,
-       l.holder, l.lease_expires_at, l.heartbeat_at, l.granted_at
-FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
-WHERE i.status = 'in_progress'
-ORDER BY COALESCE(i.assignee, ''), i.id
+const issueInProgressIDs = `-- name: IssueInProgressIDs :one
+SELECT CAST(COALESCE(JSON_ARRAYAGG(id), '[]') AS JSON) AS ids FROM issues WHERE status = 'in_progress'
 `
 
-type IssueHeldListRow struct {
-	ID             string
-	Status         string
-	Assignee       string
-	RowLock        int64
-	Holder         sql.NullString
-	LeaseExpiresAt sql.NullTime
-	HeartbeatAt    sql.NullTime
-	GrantedAt      sql.NullTime
-}
-
-// IssueHeldList lists every in_progress issue with the same columns as
-// IssueClaimState, by assignee then id (idx_issues_status).
-func (q *Queries) IssueHeldList(ctx context.Context, db DBTX) ([]IssueHeldListRow, error) {
-	rows, err := db.QueryContext(ctx, issueHeldList)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []IssueHeldListRow
-	for rows.Next() {
-		var i IssueHeldListRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Status,
-			&i.Assignee,
-			&i.RowLock,
-			&i.Holder,
-			&i.LeaseExpiresAt,
-			&i.HeartbeatAt,
-			&i.GrantedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// IssueInProgressIDs lists the ids of the in_progress issues as a JSON
+// array (idx_issues_status); each is then read with IssueClaimState.
+func (q *Queries) IssueInProgressIDs(ctx context.Context, db DBTX) (json.RawMessage, error) {
+	row := db.QueryRowContext(ctx, issueInProgressIDs)
+	var ids json.RawMessage
+	err := row.Scan(&ids)
+	return ids, err
 }
 
 const issueReclaimSet = `-- name: IssueReclaimSet :execrows

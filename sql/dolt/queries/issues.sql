@@ -72,11 +72,7 @@ UPDATE issues
 SET status = 'open', assignee = NULL, started_at = NULL, updated_at = sqlc.arg(now), row_lock = sqlc.arg(new_row_lock)
 WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status = 'in_progress';
 
--- name: IssueHeldList :many
--- IssueHeldList lists every in_progress issue with the same columns as
--- IssueClaimState, by assignee then id (idx_issues_status).
-SELECT i.id, i.status, COALESCE(i.assignee, '') AS assignee, i.row_lock,
-       l.holder, l.lease_expires_at, l.heartbeat_at, l.granted_at
-FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
-WHERE i.status = 'in_progress'
-ORDER BY COALESCE(i.assignee, ''), i.id;
+-- name: IssueInProgressIDs :one
+-- IssueInProgressIDs lists the ids of the in_progress issues as a JSON
+-- array (idx_issues_status); each is then read with IssueClaimState.
+SELECT CAST(COALESCE(JSON_ARRAYAGG(id), '[]') AS JSON) AS ids FROM issues WHERE status = 'in_progress';
