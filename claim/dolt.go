@@ -206,7 +206,9 @@ func (t *txn) doltHeld() ([]claimEvent, error) {
 		c, err = t.doltClaimState(id)
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b claimEvent) int { return cmp.Or(cmp.Compare(a.Holder, b.Holder), cmp.Compare(a.IssueID, b.IssueID)) })
+	slices.SortFunc(out, func(a, b claimEvent) int {
+		return cmp.Or(cmp.Compare(a.Holder, b.Holder), cmp.Compare(a.IssueID, b.IssueID))
+	})
 	return out, err
 }
 

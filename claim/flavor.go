@@ -24,13 +24,13 @@ import (
 // (sqliteFlavor), whose choices depend on the bd version and the columns,
 // and bd v1.3.x on a dolt sql-server (doltFlavor, in dolt.go).
 type flavor struct {
-	version    Version
-	dolt       bool            // a Dolt server workspace (bd v1.3.x): MySQL's dialect, bd's leases table, row_lock fencing
-	dependsOn  string          // the dependencies column that names the blocker or parent
-	source     string          // the rows readiness ranges over, aliased i: issues (and, on Dolt, bd's wisps)
+	version   Version
+	dolt      bool   // a Dolt server workspace (bd v1.3.x): MySQL's dialect, bd's leases table, row_lock fencing
+	dependsOn string // the dependencies column that names the blocker or parent
+	source    string // the rows readiness ranges over, aliased i: issues (and, on Dolt, bd's wisps)
 	// sourceOf is source narrowed to one id, where the server would not
 	// narrow it itself (nil: source with a WHERE on i.id is enough).
-	sourceOf func(id string) sq.SelectBuilder
+	sourceOf   func(id string) sq.SelectBuilder
 	labels     string          // the labels of those rows (issue_id, label)
 	columns    map[string]bool // the columns of issues
 	readCols   []string        // the issues columns a claim reads: those the hash and the payload use
