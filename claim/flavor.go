@@ -24,22 +24,20 @@ import (
 // (sqliteFlavor), whose choices depend on the bd version and the columns,
 // and bd v1.3.x on a dolt sql-server (doltFlavor, in dolt.go).
 type flavor struct {
-	version   Version
-	dolt      bool   // a Dolt server workspace (bd v1.3.x): MySQL's dialect, bd's leases table, row_lock fencing
-	dependsOn string // the dependencies column that names the blocker or parent
-	source    string // the rows readiness ranges over, aliased i: issues (and, on Dolt, bd's wisps)
-	// sourceOf is source narrowed to one id, where the server would not
-	// narrow it itself (nil: source with a WHERE on i.id is enough).
-	sourceOf   func(id string) sq.SelectBuilder
-	labels     string          // the labels of those rows (issue_id, label)
-	columns    map[string]bool // the columns of issues
-	readCols   []string        // the issues columns a claim reads: those the hash and the payload use
-	hash       []hashField     // bd's ComputeContentHash, field by field
-	payload    []jsonField     // events.old_value: types.Issue as bd's GetIssue fills it
-	claimEvent string          // the event type of a claim
-	eventTime  string          // layout of events.created_at, comments.created_at and the database's datetime()
-	rowTime    string          // layout of issues.updated_at and dirty_issues.marked_at
-	history    history         // how the failure policy reads failed attempts
+	version    Version
+	dolt       bool                             // a Dolt server workspace (bd v1.3.x): MySQL's dialect, bd's leases table, row_lock fencing
+	dependsOn  string                           // the dependencies column that names the blocker or parent
+	source     string                           // the rows readiness ranges over, aliased i: issues (and, on Dolt, bd's wisps)
+	sourceOf   func(id string) sq.SelectBuilder // source narrowed to one id, where the server would not narrow it (nil: a WHERE on i.id does)
+	labels     string                           // the labels of those rows (issue_id, label)
+	columns    map[string]bool                  // the columns of issues
+	readCols   []string                         // the issues columns a claim reads: those the hash and the payload use
+	hash       []hashField                      // bd's ComputeContentHash, field by field
+	payload    []jsonField                      // events.old_value: types.Issue as bd's GetIssue fills it
+	claimEvent string                           // the event type of a claim
+	eventTime  string                           // layout of events.created_at, comments.created_at and the database's datetime()
+	rowTime    string                           // layout of issues.updated_at and dirty_issues.marked_at
+	history    history                          // how the failure policy reads failed attempts
 	// notBlocked is bd's blocked rule; leaseExpired is true, as of now,
 	// for an in_progress issue i whose lease has ended (a takeover).
 	notBlocked   rule
