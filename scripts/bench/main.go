@@ -973,13 +973,33 @@ func (b *bench) swarm() error {
 	b.add(row{sec, fmt.Sprintf("floor: %d hello-world processes, %d at a time", len(floor.lat), *procs),
 		fmt.Sprintf("%.0f processes/s; p50 %s, p99 %s", float64(len(floor.lat))/floor.wall.Seconds(), ms(pct(floor.lat, 50)), ms(pct(floor.lat, 99))),
 		"", "", "", ""})
+	// bd's own writers do not join bd-claim's queue: time one bd write at a
+	// time (bd update --notes of an issue the swarm claims) on the idle
+	// workspace, then all through the swarm.
+	var idle bdWrites
+	if b.bd != "" {
+		idle = b.bdWrites(ws, t.ready[0], nil, 5)
+	}
+	stop := make(chan struct{})
+	during := make(chan bdWrites, 1)
+	if b.bd != "" {
+		go func() { during <- b.bdWrites(ws, t.ready[0], stop, 0) }()
+	}
 	res, err := b.swarmRun(*procs, func(w int) (*exec.Cmd, bool) {
 		cmd := exec.Command(b.bin, "--agent", fmt.Sprintf("swarm-%02d", w), "--quiet")
 		cmd.Dir = ws.dir
 		return cmd, true
 	})
+	close(stop)
 	if err != nil {
 		return err
+	}
+	if b.bd != "" {
+		d := <-during
+		b.add(row{sec, fmt.Sprintf("bd %s update ID --notes while the swarm runs, one at a time, n=%d", bdVersion, len(d.lat)),
+			fmt.Sprintf("p50 %s, p99 %s, max %s; %d failed", ms(pct(d.lat, 50)), ms(pct(d.lat, 99)), ms(pct(d.lat, 100)), d.failed),
+			fmt.Sprintf("idle median %s (n=%d)", ms(median(idle.lat)), len(idle.lat)), x(float64(median(d.lat)) / float64(median(idle.lat))),
+			"every bd write succeeds", verdict(d.failed == 0 && idle.failed == 0 && len(d.lat) > 0)})
 	}
 	seen := map[string]int{}
 	dups := 0
@@ -1154,6 +1174,35 @@ type swarmResult struct {
 	codes    map[int]int
 	cpu      time.Duration // user and system time of every process
 	aborted  bool          // stopped after 100 failed runs
+}
+
+// bdWrites is what bdWrites measured: the latency of each bd write that
+// succeeded, and how many failed.
+type bdWrites struct {
+	lat    []time.Duration
+	failed int
+}
+
+// bdWrites runs the real bd's `update ID --notes` on ws, one at a time: n
+// times, or until stop is closed (n 0).
+func (b *bench) bdWrites(ws *workspace, id string, stop <-chan struct{}, n int) bdWrites {
+	var out bdWrites
+	for i := 0; n == 0 || i < n; i++ {
+		select {
+		case <-stop:
+			return out
+		default:
+		}
+		cmd := exec.Command(b.bd, "--no-daemon", "update", id, "--notes", fmt.Sprintf("bench write %d", i), "--actor", "bench-bd")
+		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = ws.dir, b.bdEnv, b.devnull, b.devnull
+		t0 := time.Now()
+		if err := cmd.Run(); err != nil {
+			out.failed++
+			continue
+		}
+		out.lat = append(out.lat, time.Since(t0))
+	}
+	return out
 }
 
 // swarmRun runs procs workers; each runs next(worker) until it says stop
