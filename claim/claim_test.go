@@ -242,13 +242,21 @@ func issueOf(res claim.Result, err error) (*claim.Issue, error) { return res.Iss
 // Several Stores of one process, each claiming from its own goroutine,
 // drain a workspace: every ready issue once, none busy. They queue on one
 // lock file of the database, outside the workspace (under
-// $XDG_RUNTIME_DIR), which gains no file.
+// $XDG_RUNTIME_DIR), which gains no file. Reads make no lock file.
 func TestStoresShareOneQueue(t *testing.T) {
 	xdg := t.TempDir()
 	t.Setenv("XDG_RUNTIME_DIR", xdg)
 	dir := t.TempDir()
 	d, err := claim.CreateDemo(context.Background(), dir, 60, 3)
 	assert.NilError(t, err)
+	reader, err := claim.Open(context.Background(), d.Workspace, claim.Options{})
+	assert.NilError(t, err)
+	_, err = reader.Claim(context.Background(), claim.Request{Agent: "reader", DryRun: true})
+	assert.NilError(t, err)
+	_, err = reader.Stats(context.Background())
+	assert.NilError(t, err)
+	assert.NilError(t, reader.Close())
+	assert.Assert(t, len(claimtest.Names(t, xdg)) == 0, "a dry run and stats make no lock file: %v", claimtest.Names(t, xdg))
 	const stores = 6
 	got := make([][]string, stores)
 	errs := make([]error, stores)

@@ -46,7 +46,7 @@ type Store struct {
 	conn      *sql.DB
 	stmts     *db.Stmts
 	writing   sync.Mutex // held for a write transaction
-	handoff   *db.Queue  // the writers' queue across processes, entered under writing
+	handoff   *db.Queue  // the writers' queue across processes, entered under writing; opened by the first write
 	busy      time.Duration
 	queues    queues // guarded by writing
 	q         *db.Queries
@@ -95,7 +95,7 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	}
 	readSQL, _ := sq.Select(exprs...).From("issues").Where("id = ?").MustSql()
 	return &Store{Workspace: ws, flavor: fl, conn: conn, stmts: db.NewStmts(conn), queues: queues{}, q: db.New(),
-		handoff: db.OpenQueue(db.QueueDir(), ws.DBPath), busy: o.BusyTimeout,
+		busy: o.BusyTimeout,
 		readSQL: readSQL, now: o.Now, retry: db.Retry(o.Retry), retryable: db.IsBusy, policy: *o.Policy}, nil
 }
 
@@ -107,7 +107,9 @@ func (s *Store) Close() error {
 	if s.stmts != nil {
 		s.stmts.Close()
 	}
-	s.handoff.Close()
+	if s.handoff != nil {
+		s.handoff.Close()
+	}
 	return s.conn.Close()
 }
 
@@ -170,6 +172,9 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 	}
 	s.writing.Lock()
 	defer s.writing.Unlock()
+	if s.handoff == nil { // a Store that only reads makes no lock file
+		s.handoff = db.OpenQueue(db.QueueDir(), s.Workspace.DBPath)
+	}
 	leave, missed := s.handoff.Enter(s.busy * time.Duration(max(1, s.retry.Attempts-1)))
 	defer leave()
 	retry := s.retry

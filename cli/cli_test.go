@@ -330,7 +330,7 @@ func TestDemo(t *testing.T) {
 	assert.Assert(t, m != nil, r.Stdout())
 	assert.Assert(t, fileExists(filepath.Join(m[1], ".beads", "beads.db")))
 	tmp := t.TempDir()
-	run(t, t.TempDir(), []string{"TMPDIR=" + tmp}, "demo", "--agents", "3", "--issues", "30").Assert(t, icmd.Expected{Out: "verdict: PASS"})
+	run(t, t.TempDir(), []string{"TMPDIR=" + tmp, "XDG_RUNTIME_DIR="}, "demo", "--agents", "3", "--issues", "30").Assert(t, icmd.Expected{Out: "verdict: PASS"})
 	// The workspace is removed; the writers' queue directory (no
 	// $XDG_RUNTIME_DIR here) stays, as its lock files are never removed.
 	assert.DeepEqual(t, claimtest.Names(t, tmp), []string{fmt.Sprintf("bd-claim-%d", os.Getuid())})
@@ -390,7 +390,7 @@ func TestKilledWriters(t *testing.T) {
 	path := d.Workspace.DBPath
 	before := claimtest.Snapshot(t, path)
 	xdg := t.TempDir()
-	env := []string{"GOCOVERDIR=" + coverDir, "TZ=UTC", "GORACE=atexit_sleep_ms=0", "XDG_RUNTIME_DIR=" + xdg}
+	env := append(baseEnv(), "XDG_RUNTIME_DIR="+xdg)
 	var mu sync.Mutex
 	printed := map[string][]string{} // issue -> agents whose process printed it
 	exits := map[string]int{}

@@ -876,7 +876,7 @@ func TestLifecycleRace(t *testing.T) {
 func start(t *testing.T, dir string, env []string, args ...string) *icmd.Result {
 	t.Helper()
 	r := icmd.StartCmd(icmd.Command(binary, args...), icmd.Dir(dir),
-		icmd.WithEnv(append([]string{"GOCOVERDIR=" + coverDir, "TZ=UTC", "GORACE=atexit_sleep_ms=0"}, env...)...))
+		icmd.WithEnv(append(baseEnv(), env...)...))
 	assert.NilError(t, r.Error)
 	t.Cleanup(func() {
 		if r.Cmd.ProcessState == nil {

@@ -18,8 +18,10 @@ import (
 // binary is bd-claim built with coverage (and -race unless the run is
 // -short without -race); coverDir collects its counters
 // (the directory `make test` passes as -test.gocoverdir, so the built
-// binary's coverage joins the unit tests').
-var binary, coverDir string
+// binary's coverage joins the unit tests'). queueDir is the
+// XDG_RUNTIME_DIR of the processes run starts: their writers' queues'
+// lock files, which bd-claim never removes, go with the run's temp dir.
+var binary, coverDir, queueDir string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -33,6 +35,8 @@ func TestMain(m *testing.M) {
 		_ = os.Mkdir(coverDir, 0o755)
 	}
 	binary = filepath.Join(tmp, "bd-claim")
+	queueDir = filepath.Join(tmp, "run")
+	_ = os.Mkdir(queueDir, 0o700)
 	pkgs, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", claimtest.Root()).Output()
 	if err != nil {
 		panic(err)
@@ -79,5 +83,12 @@ func raceEnabled() bool {
 func run(t *testing.T, dir string, env []string, args ...string) *icmd.Result {
 	t.Helper()
 	cmd := icmd.Command(binary, args...)
-	return icmd.RunCmd(cmd, icmd.Dir(dir), icmd.WithEnv(append([]string{"GOCOVERDIR=" + coverDir, "TZ=UTC", "GORACE=atexit_sleep_ms=0"}, env...)...))
+	return icmd.RunCmd(cmd, icmd.Dir(dir), icmd.WithEnv(append(baseEnv(), env...)...))
+}
+
+// baseEnv is the environment every bd-claim process of the tests starts
+// from: coverage, UTC, no race-report delay, the run's queue directory
+// (a later entry of the same variable overrides it).
+func baseEnv() []string {
+	return []string{"GOCOVERDIR=" + coverDir, "TZ=UTC", "GORACE=atexit_sleep_ms=0", "XDG_RUNTIME_DIR=" + queueDir}
 }

@@ -62,7 +62,7 @@ func serveOver(t *testing.T, transport func(*exec.Cmd) mcp.Transport, dir, agent
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"mcp", "--agent", agent}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = []string{"GOCOVERDIR=" + coverDir, "TZ=UTC", "GORACE=atexit_sleep_ms=0"}
+	cmd.Env = baseEnv()
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "bd-claim-test", Version: "1"}, nil)
@@ -459,7 +459,7 @@ func TestMCPCallWithoutArguments(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command(binary, "mcp", "--agent", "a", "--quiet")
 	cmd.Dir = claimtest.Fixture(t, "0.49.6")
-	cmd.Env = []string{"GOCOVERDIR=" + coverDir, "TZ=UTC", "GORACE=atexit_sleep_ms=0"}
+	cmd.Env = baseEnv()
 	stdin, err := cmd.StdinPipe()
 	assert.NilError(t, err)
 	stdout, err := cmd.StdoutPipe()
