@@ -95,7 +95,7 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	}
 	readSQL, _ := sq.Select(exprs...).From("issues").Where("id = ?").MustSql()
 	return &Store{Workspace: ws, flavor: fl, conn: conn, stmts: db.NewStmts(conn), queues: queues{}, q: db.New(),
-		busy: o.BusyTimeout,
+		busy:    o.BusyTimeout,
 		readSQL: readSQL, now: o.Now, retry: db.Retry(o.Retry), retryable: db.IsBusy, policy: *o.Policy}, nil
 }
 
