@@ -95,6 +95,8 @@ func TestDoltReadyParity(t *testing.T) {
 			flags = append(flags, "--defer", "+"+strconv.Itoa(1+rnd.IntN(48))+"h")
 		case "defer-past":
 			flags = append(flags, "--defer", "2020-01-0"+strconv.Itoa(1+rnd.IntN(9)))
+		case "defer-expired":
+			flags = append(flags, "-t", "task") // a later -t wins: not message, which bd makes an ephemeral wisp
 		case "assigned":
 			flags = append(flags, "-a", "someone-else")
 		case "in-progress":
