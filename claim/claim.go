@@ -89,7 +89,7 @@ const headSize = 64
 // (queue). A candidate that became claimable after the read, however
 // urgent, waits for the next claim, as if the claim had run at the read.
 func (s *Store) head(ctx context.Context, req Request) ([]string, error) {
-	if s.flavor.dolt || req.ID != "" || s.claims.Add(1) > 1 {
+	if s.flavor.dolt || req.ID != "" || !s.readAhead.CompareAndSwap(false, true) {
 		return nil, nil
 	}
 	var ids []string

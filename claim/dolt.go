@@ -298,16 +298,15 @@ func (t *txn) doltEvent(wisp bool, id, eventType, actor string, oldValue, newVal
 	e := doltEvent{IssueID: id, Type: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment,
 		CreatedAt: t.now.UTC().Truncate(time.Second)}
 	eid, err := newEventID(t.ctx, t.conn, wisp, e)
-	row := dolt.EventInsertParams{
-		ID: eid, IssueID: id, EventType: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: e.CreatedAt,
-	}
 	switch {
 	case err != nil:
 	case wisp:
 		err = t.dq.WispEventInsert(t.ctx, t.conn, dolt.WispEventInsertParams{ID: eid, IssueID: id, EventType: eventType, Actor: text(actor),
 			OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: sql.NullTime{Time: e.CreatedAt, Valid: true}})
 	default:
-		err = t.dq.EventInsert(t.ctx, t.conn, row)
+		err = t.dq.EventInsert(t.ctx, t.conn, dolt.EventInsertParams{
+			ID: eid, IssueID: id, EventType: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: e.CreatedAt,
+		})
 	}
 	return err
 }
@@ -609,7 +608,8 @@ type doltSnapshot struct {
 
 func (t *txn) doltSnapshot(id string) (doltSnapshot, error) {
 	r, err := t.dq.IssueSnapshot(t.ctx, t.conn, id)
-	wisp := errors.Is(err, sql.ErrNoRows) // then bd reads the wisps table
+	ok, err := found(err)
+	wisp := err == nil && !ok // then bd reads the wisps table
 	if wisp {
 		var w dolt.WispSnapshotRow
 		w, err = t.dq.WispSnapshot(t.ctx, t.conn, id)

@@ -57,7 +57,7 @@ type Store struct {
 	retryable func(error) bool // which errors of a write transaction are worth another try
 	lockWait  int32            // Dolt: seconds a writer waits for the writers' lock
 	policy    Policy
-	claims    atomic.Int64 // claim-next calls so far (see head)
+	readAhead atomic.Bool // the Store's first claim-next has read its candidates ahead (see head)
 	// faults, when set (by this package's tests), wraps the handle every
 	// query runs on, to make chosen statements fail.
 	faults func(db.DBTX) db.DBTX

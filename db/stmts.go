@@ -19,24 +19,21 @@ import (
 type Stmts struct {
 	conn *sql.DB
 	mu   sync.Mutex
-	m    map[string]*sql.Stmt
-	seen map[string]bool // queries run once, unprepared
+	m    map[string]*sql.Stmt // nil for a query that ran once, unprepared
 }
 
 // NewStmts returns an empty statement cache on conn.
-func NewStmts(conn *sql.DB) *Stmts {
-	return &Stmts{conn: conn, m: map[string]*sql.Stmt{}, seen: map[string]bool{}}
-}
+func NewStmts(conn *sql.DB) *Stmts { return &Stmts{conn: conn, m: map[string]*sql.Stmt{}} }
 
 // again reports whether query ran before, and notes that it did.
 func (s *Stmts) again(query string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.seen[query] {
-		return true
+	_, ran := s.m[query]
+	if !ran {
+		s.m[query] = nil
 	}
-	s.seen[query] = true
-	return false
+	return ran
 }
 
 // On returns a DBTX that runs queries through the cache, in tx when tx is
@@ -48,7 +45,9 @@ func (s *Stmts) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for q, st := range s.m {
-		st.Close()
+		if st != nil {
+			st.Close()
+		}
 		delete(s.m, q)
 	}
 }
@@ -56,7 +55,7 @@ func (s *Stmts) Close() {
 func (s *Stmts) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st, ok := s.m[query]; ok {
+	if st := s.m[query]; st != nil {
 		return st, nil
 	}
 	st, err := s.conn.PrepareContext(ctx, query)
