@@ -2,9 +2,12 @@ package claim
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/bdclaim/bd-claim/db/dolt"
 )
 
 // Result is the outcome of a claim. Issue is nil when nothing was
@@ -101,6 +104,22 @@ func (s *Store) head(ctx context.Context, req Request) ([]string, error) {
 	return ids, err
 }
 
+// spec is req's readySpec for a claim. On Dolt, the deferred-parent
+// rule is left out when no issue or wisp is deferred (it cannot refuse
+// anything then): the server spends about as long planning that rule as
+// the rest of the claim query.
+func (t *txn) spec(req Request) (readySpec, error) {
+	spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now)
+	if !t.flavor.dolt {
+		return spec, nil
+	}
+	deferred, err := t.dq.IssueDeferredAny(t.ctx, t.conn, dolt.IssueDeferredAnyParams{Now: sql.NullTime{Time: t.now.UTC().Truncate(time.Second), Valid: true}})
+	if deferred == 0 {
+		spec = spec.without("deferred_parent")
+	}
+	return spec, err
+}
+
 // choice is what a claim would take, found by choose: the issue, and
 // whether the agent holds it already or it is taken over from an expired
 // lease; or, with no issue, why not.
@@ -128,7 +147,10 @@ func (c choice) result() Result {
 // there is one), or the issue req.ID when the specification admits it. An
 // --id the specification refuses is explained. It writes nothing.
 func (t *txn) choose(req Request, q *queue, head []string) (choice, error) {
-	spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now)
+	spec, err := t.spec(req)
+	if err != nil {
+		return choice{}, err
+	}
 	var c claimEvent // of issue req.ID
 	if req.ID != "" {
 		var err error
@@ -156,7 +178,6 @@ func (t *txn) choose(req Request, q *queue, head []string) (choice, error) {
 	}
 	var id string
 	var ok bool
-	var err error
 	for _, h := range head { // one lookup each: SQLite sorts every candidate for an IN list of them
 		if ok, err = found(t.queryRow(spec.byID(h)).Scan(&id)); ok || err != nil {
 			break

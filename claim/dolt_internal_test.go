@@ -396,3 +396,30 @@ func TestDoltServerConfig(t *testing.T) {
 	assert.Equal(t, lockWait(-time.Second), int32(0))
 	assert.Equal(t, lockWait(100*time.Hour), int32(3600))
 }
+
+// A Dolt claim checks the failure policy on the first doltPage
+// candidates; when every one of them is in backoff it checks them all.
+func TestDoltCandidatePage(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "pg")
+	conn := w.DB(t)
+	ctx := context.Background()
+	id := func(i int) string { return fmt.Sprintf("%s-p%02d", w.Prefix, i) }
+	for i := range doltPage + 2 {
+		_, err := conn.Exec("INSERT INTO issues (id, title, description, design, acceptance_criteria, notes, priority, issue_type, row_lock, created_at) VALUES (?, 't', '', '', '', '', 1, 'task', 1, ?)",
+			id(i), time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC))
+		assert.NilError(t, err)
+		if i < doltPage {
+			_, err = conn.Exec("INSERT INTO events (id, issue_id, event_type, actor, old_value, new_value, comment, created_at) VALUES (?, ?, 'unclaimed', 'w', '', '', 'bd-claim failed: flaky', UTC_TIMESTAMP())",
+				fmt.Sprint("failure-", i), id(i))
+			assert.NilError(t, err)
+		}
+	}
+	s := openDoltAt(t, w, 0, Options{})
+	dry := must[Result](t)(s.Claim(ctx, Request{Agent: "a", DryRun: true}))
+	assert.Equal(t, dry.Issue.ID, id(doltPage))
+	a := must[Result](t)(s.Claim(ctx, Request{Agent: "a"}))
+	b := must[Result](t)(s.Claim(ctx, Request{Agent: "a"}))
+	assert.DeepEqual(t, []string{min(a.Issue.ID, b.Issue.ID), max(a.Issue.ID, b.Issue.ID)}, []string{id(doltPage), id(doltPage + 1)})
+	none := must[Result](t)(s.Claim(ctx, Request{Agent: "a"}))
+	assert.Assert(t, none.Issue == nil)
+}

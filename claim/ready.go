@@ -2,6 +2,7 @@ package claim
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
@@ -74,6 +75,12 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	return spec
 }
 
+// without is s less the rule named name.
+func (s readySpec) without(name string) readySpec {
+	s.rules = slices.DeleteFunc(slices.Clone(s.rules), func(r rule) bool { return r.name == name })
+	return s
+}
+
 // where is the conjunction of every rule.
 func (s readySpec) where() sq.And {
 	where := make(sq.And, len(s.rules))
@@ -130,18 +137,15 @@ func (s readySpec) split() (cheap, costly sq.And) {
 	return cheap, costly
 }
 
-// firstK selects (id, priority) of the first k claimable issues in claim
-// order. With page > 0 only the first page candidates by the cheap rules
-// are checked against the failure policy's (a Dolt server would otherwise
-// evaluate them on every row, each a lookup): fewer than k rows then means
-// look again with page 0, which checks every candidate.
-func (s readySpec) firstK(k, page uint64) sq.SelectBuilder {
-	if page == 0 {
-		return s.candidates().Column("i.priority").Limit(k)
-	}
+// page selects (id, priority, passes) of the first n issues in claim order
+// by every rule but the failure policy's, which look up events: those are
+// checked on these n issues only (a Dolt server would otherwise evaluate
+// them on every row), and passes is 1 for an issue that meets them too.
+func (s readySpec) page(n uint64) sq.SelectBuilder {
 	cheap, costly := s.split()
-	b := sq.Select("i.id", "i.priority", "i.created_at").From(s.from).Where(cheap).OrderByClause(s.order, s.args...).Limit(page)
-	return sq.Select("i.id", "i.priority").FromSelect(b, "i").Where(costly).OrderByClause(s.order, s.args...).Limit(k)
+	b := sq.Select("i.id", "i.priority", "i.created_at").From(s.from).Where(cheap).OrderByClause(s.order, s.args...).Limit(n)
+	return sq.Select("i.id", "i.priority").Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END", costly)).
+		FromSelect(b, "i").OrderByClause(s.order, s.args...)
 }
 
 // byID selects issue id when it is claimable.

@@ -86,6 +86,27 @@ func (q *Queries) IssueClaimState(ctx context.Context, db DBTX, id string) (Issu
 	return i, err
 }
 
+const issueDeferredAny = `-- name: IssueDeferredAny :one
+SELECT CAST(count(*) AS SIGNED) AS deferred
+FROM (SELECT i.id FROM issues i WHERE i.defer_until > ?
+      UNION ALL SELECT w.id FROM wisps w WHERE w.defer_until > ?) d
+`
+
+type IssueDeferredAnyParams struct {
+	Now sql.NullTime
+}
+
+// IssueDeferredAny counts the issues and wisps deferred beyond now
+// (idx_issues_defer_until). When none is, no issue has a deferred parent,
+// and a claim leaves that rule, which the server takes long to plan, out
+// of its query.
+func (q *Queries) IssueDeferredAny(ctx context.Context, db DBTX, arg IssueDeferredAnyParams) (int64, error) {
+	row := db.QueryRowContext(ctx, issueDeferredAny, arg.Now, arg.Now)
+	var deferred int64
+	err := row.Scan(&deferred)
+	return deferred, err
+}
+
 const issueHeldCount = `-- name: IssueHeldCount :one
 SELECT CAST((SELECT count(*) FROM issues i WHERE i.assignee = ? AND i.status = 'in_progress')
   + (SELECT count(*) FROM wisps w WHERE w.assignee = ? AND w.status = 'in_progress') AS SIGNED) AS held

@@ -33,6 +33,15 @@ UPDATE issues
 SET assignee = '', status = 'open', started_at = NULL, updated_at = sqlc.arg(now), row_lock = sqlc.arg(new_row_lock)
 WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status IN ('open', 'in_progress');
 
+-- name: IssueDeferredAny :one
+-- IssueDeferredAny counts the issues and wisps deferred beyond now
+-- (idx_issues_defer_until). When none is, no issue has a deferred parent,
+-- and a claim leaves that rule, which the server takes long to plan, out
+-- of its query.
+SELECT CAST(count(*) AS SIGNED) AS deferred
+FROM (SELECT i.id FROM issues i WHERE i.defer_until > sqlc.arg(now)
+      UNION ALL SELECT w.id FROM wisps w WHERE w.defer_until > sqlc.arg(now)) d;
+
 -- name: IssueRowLock :one
 -- IssueRowLock reads an issue's row_lock: after a COMMIT whose outcome
 -- was lost with the connection, it tells whether the write landed (its
