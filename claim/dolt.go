@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	mrand "math/rand/v2"
 	"net"
@@ -192,24 +193,38 @@ func (t *txn) doltClaim(st dolt.IssueClaimStateRow) claimEvent {
 }
 
 // doltHeld lists every in_progress issue with its claim, by holder then
-// id, in the transaction's snapshot.
+// id, in the transaction's snapshot (one statement).
 func (t *txn) doltHeld() ([]claimEvent, error) {
-	raw, err := t.dq.IssueInProgressIDs(t.ctx, t.conn)
-	var ids []string
-	_ = json.Unmarshal(raw, &ids) // the server's JSON_ARRAYAGG output
-	out := make([]claimEvent, 0, len(ids))
-	for _, id := range ids {
-		if err != nil {
-			break
+	raw, err := t.dq.IssueInProgressClaims(t.ctx, t.conn)
+	if err != nil {
+		return nil, err
+	}
+	var rows []struct {
+		ID, Status, Assignee string
+		RowLock              int64 `json:"row_lock,string"`
+		Holder               *string
+		LeaseExpiresAt       *time.Time `json:"lease_expires_at"`
+		HeartbeatAt          *time.Time `json:"heartbeat_at"`
+		GrantedAt            *time.Time `json:"granted_at"`
+	}
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return nil, fmt.Errorf("the claims of the in_progress issues: %w", err)
+	}
+	out := make([]claimEvent, len(rows))
+	for i, r := range rows {
+		st := dolt.IssueClaimStateRow{ID: r.ID, Status: r.Status, Assignee: r.Assignee, RowLock: r.RowLock}
+		if r.Holder != nil {
+			st.Holder = sql.NullString{String: *r.Holder, Valid: true}
+			st.LeaseExpiresAt = sql.NullTime{Time: *r.LeaseExpiresAt, Valid: true}
+			st.HeartbeatAt = sql.NullTime{Time: *r.HeartbeatAt, Valid: true}
+			st.GrantedAt = sql.NullTime{Time: *r.GrantedAt, Valid: true}
 		}
-		var c claimEvent
-		c, err = t.doltClaimState(id)
-		out = append(out, c)
+		out[i] = t.doltClaim(st)
 	}
 	slices.SortFunc(out, func(a, b claimEvent) int {
 		return cmp.Or(cmp.Compare(a.Holder, b.Holder), cmp.Compare(a.IssueID, b.IssueID))
 	})
-	return out, err
+	return out, nil
 }
 
 // doltTake writes claim c as `bd update --claim` does: the five issues

@@ -378,6 +378,12 @@ func TestDoltGuards(t *testing.T) {
 	assert.ErrorContains(t, err, "labels of "+w.Prefix+"-b")
 	assert.DeepEqual(t, claimtest.DoltRows(t, conn), before)
 
+	s.faults = func(h db.DBTX) db.DBTX {
+		return rewriting{DBTX: h, from: "JSON_ARRAYAGG(JSON_OBJECT(", to: "JSON_OBJECT('not', JSON_OBJECT("}
+	}
+	_, err = s.Stats(ctx)
+	assert.ErrorContains(t, err, "the claims of the in_progress issues: json: cannot unmarshal object")
+
 	s.faults = nil
 	_, err = s.Claim(ctx, Request{Agent: "b", ID: w.Prefix + "-nope"})
 	assert.Equal(t, ErrorCode(err), ENotFound, "%v", err)

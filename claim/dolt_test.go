@@ -169,6 +169,9 @@ func TestDoltLifecycle(t *testing.T) {
 	assert.Equal(t, len(st.ExpiredLeases), 2, "%+v", st.ExpiredLeases)
 	assert.Equal(t, len(st.InProgress), 2)
 	assert.Assert(t, st.InProgress[0].Agent == "agent-4" && st.InProgress[0].Issues[0].ClaimedAt != nil && st.InProgress[0].Issues[0].Expired)
+	held := st.InProgress[0].Issues[0]
+	assert.Equal(t, held.ClaimID, took.ClaimID, "every digit of the claim id")
+	assert.Assert(t, held.LeaseUntil != nil && held.LeaseUntil.Equal(took.Lease.Until), "%v, %v", held.LeaseUntil, took.Lease)
 	listed, err := s.Reap(ctx, "reaper", true)
 	assert.NilError(t, err)
 	assert.Equal(t, len(listed), 2)

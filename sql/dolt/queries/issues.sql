@@ -81,7 +81,16 @@ UPDATE issues
 SET status = 'open', assignee = NULL, started_at = NULL, updated_at = sqlc.arg(now), row_lock = sqlc.arg(new_row_lock)
 WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status = 'in_progress';
 
--- name: IssueInProgressIDs :one
--- IssueInProgressIDs lists the ids of the in_progress issues as a JSON
--- array (idx_issues_status); each is then read with IssueClaimState.
-SELECT CAST(COALESCE(JSON_ARRAYAGG(id), '[]') AS JSON) AS ids FROM issues WHERE status = 'in_progress';
+-- name: IssueInProgressClaims :one
+-- IssueInProgressClaims is IssueClaimState of every in_progress issue, as
+-- one JSON array (idx_issues_status_updated_at): row_lock as a string (a
+-- JSON number loses a 64-bit integer's last digits) and the lease's times
+-- as RFC 3339 (they are UTC).
+SELECT CAST(COALESCE(JSON_ARRAYAGG(JSON_OBJECT(
+         'id', i.id, 'status', i.status, 'assignee', COALESCE(i.assignee, ''), 'row_lock', CAST(i.row_lock AS CHAR),
+         'holder', l.holder,
+         'lease_expires_at', DATE_FORMAT(l.lease_expires_at, '%Y-%m-%dT%H:%i:%sZ'),
+         'heartbeat_at', DATE_FORMAT(l.heartbeat_at, '%Y-%m-%dT%H:%i:%sZ'),
+         'granted_at', DATE_FORMAT(l.granted_at, '%Y-%m-%dT%H:%i:%sZ'))), '[]') AS JSON) AS claims
+FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
+WHERE i.status = 'in_progress';
