@@ -228,3 +228,19 @@ func TestDoltWaitWakesOnRelease(t *testing.T) {
 		}
 	}
 }
+
+// An issue `bd defer --until` left deferred with a date now passed is not
+// claimed, by bd-claim's claim-next or by `bd ready --claim`, and neither
+// wakes it.
+func TestDoltExpiredDeferralStaysDeferred(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "ed")
+	id := bdCreate(t, w, "snoozed", "-p", "1")
+	w.OK("defer", id, "--until", "2020-02-02")
+	res, err := doltStore(t, w, claim.Options{}).Claim(context.Background(), claim.Request{Agent: "agent-1"})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue == nil, "claimed %v", res.Issue)
+	var out []struct{ ID string }
+	w.As("agent-2").JSON(&out, "ready", "--claim")
+	assert.Equal(t, len(out), 0, "bd ready --claim took %v", out)
+	assert.Equal(t, claimtest.Count(t, w.DB(t), "SELECT count(*) FROM issues WHERE id = ? AND status = 'deferred' AND defer_until IS NOT NULL", id), 1)
+}
