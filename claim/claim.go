@@ -2,12 +2,9 @@ package claim
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/bdclaim/bd-claim/db/dolt"
 )
 
 // Result is the outcome of a claim. Issue is nil when nothing was
@@ -104,20 +101,14 @@ func (s *Store) head(ctx context.Context, req Request) ([]string, error) {
 	return ids, err
 }
 
-// spec is req's readySpec for a claim. On Dolt, the deferred-parent
-// rule is left out when no issue or wisp is deferred (it cannot refuse
-// anything then): the server spends about as long planning that rule as
-// the rest of the claim query.
+// spec is req's readySpec for a claim, narrowed by the flavor where a
+// rule cannot refuse anything (doltSpec).
 func (t *txn) spec(req Request) (readySpec, error) {
 	spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now)
-	if !t.flavor.dolt {
-		return spec, nil
+	if t.flavor.dolt {
+		return t.doltSpec(spec)
 	}
-	deferred, err := t.dq.IssueDeferredAny(t.ctx, t.conn, dolt.IssueDeferredAnyParams{Now: sql.NullTime{Time: t.now.UTC().Truncate(time.Second), Valid: true}})
-	if deferred == 0 {
-		spec = spec.without("deferred_parent")
-	}
-	return spec, err
+	return spec, nil
 }
 
 // choice is what a claim would take, found by choose: the issue, and

@@ -438,6 +438,18 @@ func (t *txn) heldCount(agent string) (int64, error) {
 	return t.q.IssueHeldCount(t.ctx, t.conn, agent)
 }
 
+// doltSpec leaves the deferred-parent rule out of spec when no issue or
+// wisp is deferred beyond now (it cannot refuse anything then): planning
+// that rule was a third of the claim query's server time (BENCHMARKS.md).
+// The count runs in the claim's transaction, so it sees the same snapshot.
+func (t *txn) doltSpec(spec readySpec) (readySpec, error) {
+	deferred, err := t.dq.IssueDeferredAny(t.ctx, t.conn, dolt.IssueDeferredAnyParams{Now: sql.NullTime{Time: t.now.UTC().Truncate(time.Second), Valid: true}})
+	if deferred == 0 {
+		spec = spec.without("deferred_parent")
+	}
+	return spec, err
+}
+
 // doltNext finds the issue to claim: at random, one of the first
 // doltSpread candidates in claim order that share the first one's
 // priority (never a less urgent issue while a more urgent one is ready).
@@ -465,13 +477,13 @@ func (t *txn) doltNext(spec readySpec) (string, bool, error) {
 		}
 	}
 	rows := 0
-	err := t.each(spec.page(doltPage), []any{&id, &priority, &passes}, func() { rows++; row() })
+	dest := []any{&id, &priority, &passes}
+	err := t.each(spec.page(doltPage), dest, func() { rows++; row() })
 	if err == nil && n == 0 && rows == doltPage {
 		// The page is a prefix of the claim order, so what passes in it
 		// comes first. Only a full page that had none looks further:
 		// every issue in it is in backoff or abandoned.
-		passes = 1
-		err = t.each(spec.candidates().Column("i.priority").Limit(uint64(k)), []any{&id, &priority}, row)
+		err = t.each(spec.candidates().Columns("i.priority", "1").Limit(uint64(k)), dest, row)
 	}
 	if err != nil || len(ids) == 0 {
 		return "", false, err
