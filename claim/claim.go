@@ -50,11 +50,11 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 		})
 		return res, err
 	}
-	head, err := s.head(ctx, req)
+	head, d, err := s.head(ctx, req)
 	if err != nil {
 		return Result{}, err
 	}
-	err = s.write(ctx, "claim an issue", func(t *txn) error {
+	err = s.writeFromDeck(ctx, "claim an issue", d, func(t *txn) error {
 		var q *queue
 		if !t.flavor.dolt { // Dolt: no change counter to trust a remembered order by
 			q = t.queues.of(req)
@@ -82,23 +82,37 @@ const headSize = 64
 
 // head reads, before the write lock is taken, the first candidates of a
 // Store's first claim-next on SQLite (a claim process's only one): inside
-// the lock, the claim then only checks them in order (readySpec.byID), and sorts
-// the candidates afresh only when every one was taken meanwhile. The lock
-// is held for a few lookups instead of the sort, which is most of a
-// claim's work. Later claims of a Store use its remembered order instead
-// (queue). A candidate that became claimable after the read, however
-// urgent, waits for the next claim, as if the claim had run at the read.
-func (s *Store) head(ctx context.Context, req Request) ([]string, error) {
+// the lock, the claim then only checks them in order, in one statement
+// (readySpec.firstOf), and sorts the candidates afresh only when none is
+// claimable any more. The lock is held for a few lookups instead of the
+// sort, which is most of a claim's work. Later claims of a Store use its
+// remembered order instead (queue). A candidate that became claimable
+// after the read, however urgent, waits for the next claim, as if the
+// claim had run at the read. It reads them on the writers' queue's deck
+// (db.Queue.Deck), which it returns: only the write of the writer ahead
+// (and any write that does not queue on the deck: bd's, a release, an --id
+// claim) comes between the read and the claim's turn, where a claim that
+// read on arrival would find the candidates taken by every writer queued
+// before it, and sort afresh.
+func (s *Store) head(ctx context.Context, req Request) ([]string, deck, error) {
 	if s.flavor.dolt || req.ID != "" || !s.readAhead.CompareAndSwap(false, true) {
-		return nil, nil
+		return nil, deck{}, nil
 	}
+	d := deck{at: time.Now()}
+	d.leave, _ = s.queue().Deck(s.queueWait()) // a missed deck leaves no time for the turn
 	var ids []string
 	err := s.look(ctx, "claim an issue", func(t *txn) error {
-		spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now)
+		// Without the failure policy's rules: the lookups they make per
+		// candidate were half of this read, and inside the lock firstOf
+		// checks the candidates against every rule anyway.
+		spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now).cheap()
 		var id string
 		return t.each(spec.nextK(headSize), []any{&id}, func() { ids = append(ids, id) })
 	})
-	return ids, err
+	if err != nil {
+		d.leave()
+	}
+	return ids, d, err
 }
 
 // spec is req's readySpec for a claim, narrowed by the flavor where a
@@ -169,10 +183,8 @@ func (t *txn) choose(req Request, q *queue, head []string) (choice, error) {
 	}
 	var id string
 	var ok bool
-	for _, h := range head { // one lookup each: SQLite sorts every candidate for an IN list of them
-		if ok, err = found(t.queryRow(spec.byID(h)).Scan(&id)); ok || err != nil {
-			break
-		}
+	if len(head) > 0 {
+		ok, err = found(t.queryRow(spec.firstOf(head)).Scan(&id))
 	}
 	switch {
 	case err != nil || ok:

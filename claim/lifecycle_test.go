@@ -282,6 +282,27 @@ func TestLeaseTakeover(t *testing.T) {
 	assert.ErrorContains(t, err, "claim "+strconv.FormatInt(a.ClaimID, 10)+" no longer holds issue "+id)
 }
 
+// An expired lease on an issue more urgent than every claimable open one
+// is taken over first: claim-next's narrowing to the most urgent priority
+// looks at held issues too.
+func TestLeaseTakeoverMoreUrgent(t *testing.T) {
+	t.Parallel()
+	s, _, c := lifecycle(t, "0.49.6", nil)
+	a := mustClaim(t, s, claim.Request{Agent: "a", Lease: 30 * time.Second})
+	for { // the other issues of a's priority go to c, without a lease
+		next := mustClaim(t, s, claim.Request{Agent: "c", DryRun: true})
+		assert.Assert(t, next.Issue != nil)
+		if next.Issue.Priority != a.Issue.Priority {
+			break
+		}
+		mustClaim(t, s, claim.Request{Agent: "c", ID: next.Issue.ID})
+	}
+	c.advance(30 * time.Second)
+	b := mustClaim(t, s, claim.Request{Agent: "b"})
+	assert.Equal(t, b.Issue.ID, a.Issue.ID)
+	assert.Equal(t, b.TookOver.Agent, "a")
+}
+
 // A heartbeat rewrites the lease in the claim event: no row per beat, no
 // change to the issue. It keeps the claim's lease length unless told.
 func TestHeartbeat(t *testing.T) {

@@ -134,24 +134,30 @@ func TestQueuesPerAgent(t *testing.T) {
 	assert.Equal(t, len(s.queues), 4, "started over when full")
 }
 
+// twoStores opens two Stores on one copy of the v0.49.6 fixture.
+func twoStores(t *testing.T) (*Store, *Store) {
+	root := claimtest.Fixture(t, "0.49.6")
+	open := func() *Store {
+		s, err := Open(context.Background(), Workspace{DBPath: claimtest.DBPath(root)}, Options{})
+		assert.NilError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	return open(), open()
+}
+
 // A first claim reads its candidates before the write lock and only checks
 // them inside. When another writer took every one of them meanwhile, the
 // claim sorts afresh and takes the next claimable issue.
 func TestHeadTakenMeanwhile(t *testing.T) {
 	ctx := context.Background()
 	order := claimtest.Claimable(t, "0.49.6", "priority")
-	root := claimtest.Fixture(t, "0.49.6")
-	open := func() *Store {
-		s, err := Open(ctx, Workspace{DBPath: claimtest.DBPath(root)}, Options{})
-		assert.NilError(t, err)
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	s, other := open(), open()
+	s, other := twoStores(t)
 	req := Request{Agent: "h"}
 	assert.NilError(t, req.Validate()) // the priority order: the head is the most urgent priority's
-	head, err := s.head(ctx, req)
+	head, d, err := s.head(ctx, req)
 	assert.NilError(t, err)
+	d.leave()
 	assert.Assert(t, len(head) > 0 && len(head) < len(order), "%d of %d", len(head), len(order))
 	assert.DeepEqual(t, head, order[:len(head)])
 	for _, id := range head {
@@ -166,7 +172,40 @@ func TestHeadTakenMeanwhile(t *testing.T) {
 	})
 	assert.NilError(t, err)
 	assert.Equal(t, got, order[len(head)])
-	again, err := s.head(ctx, req)
+	again, d, err := s.head(ctx, req)
 	assert.NilError(t, err)
-	assert.Assert(t, again == nil, "only a Store's first claim reads ahead")
+	assert.Assert(t, again == nil && d.leave == nil, "only a Store's first claim reads ahead")
+}
+
+// The candidates read before the lock leave out the failure policy's
+// rules: inside, the claim takes the first of them, in their order, that
+// every rule admits, skipping those taken meanwhile and those in backoff.
+func TestHeadCheckedInOrder(t *testing.T) {
+	ctx := context.Background()
+	s, other := twoStores(t)
+	req := Request{Agent: "h"}
+	assert.NilError(t, req.Validate())
+	// The first candidate fails once: it is in backoff, yet still read ahead.
+	first, err := other.Claim(ctx, Request{Agent: "f", Filters: req.Filters})
+	assert.NilError(t, err)
+	_, err = other.Release(ctx, ReleaseRequest{Agent: "f", ID: first.Issue.ID, Failed: true, Reason: "crashed"})
+	assert.NilError(t, err)
+	head, d, err := s.head(ctx, req)
+	assert.NilError(t, err)
+	d.leave()
+	assert.Assert(t, len(head) >= 4, "%d", len(head))
+	assert.Equal(t, head[0], first.Issue.ID, "read ahead without the failure policy")
+	_, err = other.Claim(ctx, Request{Agent: "other", ID: head[1]})
+	assert.NilError(t, err)
+	got := func(head []string) (id string) {
+		err := s.write(ctx, "claim an issue", func(t *txn) error {
+			c, err := t.choose(req, nil, head)
+			id = c.r.ID
+			return err
+		})
+		assert.NilError(t, err)
+		return id
+	}
+	assert.Equal(t, got(head), head[2], "in backoff, taken, then the first claimable")
+	assert.Equal(t, got([]string{head[3], head[2]}), head[3], "in the order read")
 }

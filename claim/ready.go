@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -113,13 +114,18 @@ func (s readySpec) nextK(k uint64) sq.SelectBuilder {
 		// The inner alias i shadows the outer one: the same rules apply.
 		// One min() per status (open, and in_progress for an expired
 		// lease): with an equality on status, each stops at its first
-		// match in the index.
+		// match in the index. An in_progress issue matters only when it is
+		// more urgent than every claimable open one, and hardly any lease
+		// has expired: so the second walk stops at that priority, instead
+		// of checking the lease of every issue held at any priority.
 		where := s.where()
-		b = b.Where(sq.Expr(`i.priority = min(
-	COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'open' AND ?), 5),
-	COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'in_progress' AND ?), 5))`, where, where))
+		open := sq.Expr("COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'open' AND ?), 5)", where)
+		b = b.Where(sq.Expr(`i.priority = COALESCE(
+	(SELECT min(i.priority) FROM issues i WHERE i.status = 'in_progress' AND i.priority < ? AND ?), ?)`, open, where, open))
 	}
-	// costly always holds the abandoned rule.
+	if len(costly) == 0 { // the cheap() specification
+		return b.Limit(k)
+	}
 	return sq.Select("i.id").FromSelect(b.Limit(1<<62), "i").Where(costly).Limit(k)
 }
 
@@ -128,13 +134,23 @@ func (s readySpec) nextK(k uint64) sq.SelectBuilder {
 // candidates only, until enough pass.
 func (s readySpec) split() (cheap, costly sq.And) {
 	for _, r := range s.rules {
-		if r.name == "backoff" || r.name == "abandoned" {
+		if r.costly() {
 			costly = append(costly, r.pred)
 		} else {
 			cheap = append(cheap, r.pred)
 		}
 	}
 	return cheap, costly
+}
+
+// costly says whether r is one of the failure policy's rules.
+func (r rule) costly() bool { return r.name == "backoff" || r.name == "abandoned" }
+
+// cheap is s less the failure policy's rules: the specification of a
+// read whose every candidate is checked again against all of s.
+func (s readySpec) cheap() readySpec {
+	s.rules = slices.DeleteFunc(slices.Clone(s.rules), rule.costly)
+	return s
 }
 
 // page selects (id, priority, passes) of the first n issues in claim order
@@ -146,6 +162,16 @@ func (s readySpec) page(n uint64) sq.SelectBuilder {
 	b := sq.Select("i.id", "i.priority", "i.created_at").From(s.from).Where(cheap).OrderByClause(s.order, s.args...).Limit(n)
 	return sq.Select("i.id", "i.priority").Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END", costly)).
 		FromSelect(b, "i").OrderByClause(s.order, s.args...)
+}
+
+// firstOf selects the first of ids, in their order, that is claimable, on
+// SQLite (whose source is the issues table): json_each yields the ids in
+// order and, joined first, drives the loop, so the claim stops at the first
+// one that passes; an IN list would have SQLite sort every candidate.
+func (s readySpec) firstOf(ids []string) sq.SelectBuilder {
+	list, _ := json.Marshal(ids) // a []string always marshals
+	return sq.Select("i.id").From("json_each h CROSS JOIN "+s.from).Where("h.json = ?", string(list)).
+		Where("i.id = h.value").Where(s.where()).OrderBy("h.rowid").Limit(1)
 }
 
 // byID selects issue id when it is claimable.

@@ -46,7 +46,8 @@ type Store struct {
 	conn      *sql.DB
 	stmts     *db.Stmts
 	writing   sync.Mutex // held for a write transaction
-	handoff   *db.Queue  // the writers' queue across processes, entered under writing; opened by the first write
+	handoff   *db.Queue  // the writers' queue across processes, opened by the first writer (queue)
+	handoffOn sync.Once
 	busy      time.Duration
 	queues    queues // guarded by writing
 	q         *db.Queries
@@ -156,7 +157,8 @@ func (s *Store) look(ctx context.Context, doing string, fn func(t *txn) error) e
 // writer of the database, in any process, in a kernel queue (db.Queue: the
 // next writer is woken the moment the previous one leaves, where SQLite's
 // busy handler sleeps up to 100ms between looks at the lock, and serves
-// an unlucky waiter last). A writer waits in the queue for the busy
+// an unlucky waiter last). A writer waits in the queue (on its deck first,
+// for a claim-next: see head) for the busy
 // timeouts of all its tries but the last (at least one), then goes on
 // without it with that last try only, so that --timeout-ms bounds the
 // whole wait as before. Then fn runs in one BEGIN IMMEDIATE transaction
@@ -167,16 +169,52 @@ func (s *Store) look(ctx context.Context, doing string, fn func(t *txn) error) e
 // a committed claim instead of leaving it held by nobody who knows. fn's
 // committed hooks run after the commit, still in the queue.
 func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) error {
+	return s.writeFromDeck(ctx, doing, deck{}, fn)
+}
+
+// deck is a writer's place on the queue's deck (db.Queue.Deck), taken at
+// at to read what it will write before its turn; leave is nil for a writer
+// that did not take one.
+type deck struct {
+	leave func()
+	at    time.Time
+}
+
+// queue returns the writers' queue, which the first writer opens (a Store
+// that only reads makes no lock file).
+func (s *Store) queue() *db.Queue {
+	s.handoffOn.Do(func() {
+		if s.handoff == nil { // a Dolt Store has one that never waits
+			s.handoff = db.OpenQueue(db.QueueDir(), s.Workspace.DBPath)
+		}
+	})
+	return s.handoff
+}
+
+// queueWait is how long a writer waits in the queue, deck included: the
+// busy timeouts of all its tries but the last (at least one).
+func (s *Store) queueWait() time.Duration {
+	return s.busy * time.Duration(max(1, s.retry.Attempts-1))
+}
+
+// writeFromDeck is write for a writer on the deck d: it waits for its turn
+// for what is left of the queue's wait, and leaves the deck once its turn
+// has come.
+func (s *Store) writeFromDeck(ctx context.Context, doing string, d deck, fn func(t *txn) error) error {
+	wait, leaveDeck := s.queueWait(), func() {}
+	if d.leave != nil {
+		wait -= time.Since(d.at)
+		leaveDeck = sync.OnceFunc(d.leave)
+		defer leaveDeck() // a write that ends before its turn comes
+	}
 	if err := ctx.Err(); err != nil {
 		return classify(err, doing)
 	}
 	s.writing.Lock()
 	defer s.writing.Unlock()
-	if s.handoff == nil { // a Store that only reads makes no lock file
-		s.handoff = db.OpenQueue(db.QueueDir(), s.Workspace.DBPath)
-	}
-	leave, missed := s.handoff.Enter(s.busy * time.Duration(max(1, s.retry.Attempts-1)))
+	leave, missed := s.queue().Enter(wait)
 	defer leave()
+	leaveDeck()
 	retry := s.retry
 	if missed {
 		retry.Attempts = 1

@@ -20,6 +20,12 @@ import (
 // the lock until it times out). It is only an optimisation: correctness
 // still comes from BEGIN IMMEDIATE and the compare-and-swap.
 //
+// Its deck (Deck) is a second lock of the same file, before the turn: the
+// writer that holds it is the next one, and only it waits for the turn
+// itself. It prepares its write meanwhile (a claim reads its candidates),
+// so that what it read is at most one write old when its turn comes; the
+// writers behind it wait for the deck without having read anything.
+//
 // The lock file is never the database, its -wal or -shm: closing any
 // descriptor of a file drops every POSIX lock the process holds on it,
 // SQLite's own included. It lives outside the workspace (see QueueDir),
@@ -79,12 +85,29 @@ func (q *Queue) Close() { _ = q.f.Close() } // a nil *os.File says ErrInvalid
 // Without a queue (no lock file, or a lock that fails otherwise than by
 // being held) it goes on at once, missed false.
 func (q *Queue) Enter(timeout time.Duration) (leave func(), missed bool) {
+	return q.enter(turnByte, timeout)
+}
+
+// Deck waits up to timeout for the deck, as Enter for the turn. Its holder
+// leaves it once it has entered the turn.
+func (q *Queue) Deck(timeout time.Duration) (leave func(), missed bool) {
+	return q.enter(deckByte, timeout)
+}
+
+// The bytes of the lock file that the turn and the deck lock.
+const (
+	turnByte = 0
+	deckByte = 1
+)
+
+// enter waits up to timeout for the lock of byte at.
+func (q *Queue) enter(at int64, timeout time.Duration) (leave func(), missed bool) {
 	if q.f == nil {
 		return func() {}, false
 	}
-	err := setlk(q.f, unix.F_OFD_SETLK, unix.F_WRLCK)
+	err := setlk(q.f, unix.F_OFD_SETLK, unix.F_WRLCK, at)
 	if err == nil {
-		return func() { _ = setlk(q.f, unix.F_OFD_SETLK, unix.F_UNLCK) }, false
+		return func() { _ = setlk(q.f, unix.F_OFD_SETLK, unix.F_UNLCK, at) }, false
 	}
 	if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) {
 		return func() {}, false
@@ -103,7 +126,7 @@ func (q *Queue) Enter(timeout time.Duration) (leave func(), missed bool) {
 		return func() {}, false
 	}
 	got := make(chan error, 1)
-	go func() { got <- setlk(w, unix.F_OFD_SETLKW, unix.F_WRLCK) }()
+	go func() { got <- setlk(w, unix.F_OFD_SETLKW, unix.F_WRLCK, at) }()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
@@ -118,8 +141,8 @@ func (q *Queue) Enter(timeout time.Duration) (leave func(), missed bool) {
 	}
 }
 
-// setlk applies an OFD lock command to the first byte of f.
-func setlk(f *os.File, cmd int, typ int16) error {
-	lk := unix.Flock_t{Type: typ, Whence: io.SeekStart, Start: 0, Len: 1}
+// setlk applies an OFD lock command to byte at of f.
+func setlk(f *os.File, cmd int, typ int16, at int64) error {
+	lk := unix.Flock_t{Type: typ, Whence: io.SeekStart, Start: at, Len: 1}
 	return unix.FcntlFlock(f.Fd(), cmd, &lk)
 }

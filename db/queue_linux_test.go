@@ -26,17 +26,24 @@ func queueDB(t *testing.T) (dir, path string) {
 	return filepath.Join(t.TempDir(), "queues"), path
 }
 
-// free reports whether nobody holds the queue, by trying it on an open
-// file description of its own.
+// free reports whether nobody holds the queue's turn, by trying it on an
+// open file description of its own.
 func free(t *testing.T, dir, path string) bool {
+	t.Helper()
+	return freeAt(t, dir, path, turnByte)
+}
+
+// freeAt reports whether nobody holds the lock of byte at (the turn's or
+// the deck's).
+func freeAt(t *testing.T, dir, path string, at int64) bool {
 	t.Helper()
 	probe := OpenQueue(dir, path)
 	defer probe.Close()
 	assert.Assert(t, probe.f != nil)
-	if setlk(probe.f, unix.F_OFD_SETLK, unix.F_WRLCK) != nil {
+	if setlk(probe.f, unix.F_OFD_SETLK, unix.F_WRLCK, at) != nil {
 		return false
 	}
-	assert.NilError(t, setlk(probe.f, unix.F_OFD_SETLK, unix.F_UNLCK))
+	assert.NilError(t, setlk(probe.f, unix.F_OFD_SETLK, unix.F_UNLCK, at))
 	return true
 }
 
@@ -151,6 +158,49 @@ func TestQueueHandsOff(t *testing.T) {
 	assert.Assert(t, !free(t, dir, path), "the second writer holds its turn")
 	leaveSecond()
 	assert.Assert(t, free(t, dir, path))
+}
+
+// The deck is a lock of its own before the turn: a writer on the deck waits
+// for the turn while another writer is in, and the next writer waits for
+// the deck, not the turn, until the first leaves the deck.
+func TestQueueDeck(t *testing.T) {
+	dir, path := queueDB(t)
+	in, next, last := OpenQueue(dir, path), OpenQueue(dir, path), OpenQueue(dir, path)
+	defer in.Close()
+	defer next.Close()
+	defer last.Close()
+	leaveIn, missed := in.Enter(time.Second)
+	assert.Assert(t, !missed)
+	leaveDeck, missed := next.Deck(time.Second)
+	assert.Assert(t, !missed, "the deck is free while a writer is in")
+	assert.Assert(t, !freeAt(t, dir, path, deckByte) && !free(t, dir, path))
+	_, missed = last.Deck(0)
+	assert.Assert(t, missed, "one writer at a time on the deck")
+	onDeck := make(chan func())
+	go func() {
+		leave, missed := last.Deck(time.Minute)
+		assert.Check(t, !missed)
+		onDeck <- leave
+	}()
+	entered := make(chan func())
+	go func() {
+		leave, missed := next.Enter(time.Minute)
+		assert.Check(t, !missed)
+		entered <- leave
+	}()
+	leaveIn()
+	leaveNext := <-entered
+	select {
+	case <-onDeck:
+		t.Fatal("the last writer came on the deck before the next one left it")
+	case <-time.After(100 * time.Millisecond):
+	}
+	leaveDeck()
+	leaveLast := <-onDeck
+	leaveNext()
+	assert.Assert(t, free(t, dir, path))
+	leaveLast()
+	assert.Assert(t, freeAt(t, dir, path, deckByte))
 }
 
 // Many writers, each with a queue of its own, take turns: never two inside
