@@ -2,9 +2,10 @@
 // least a program can do to claim one issue of a SQLite workspace with
 // modernc.org/sqlite. It opens the database as bd-claim does (db.Open: the
 // same pragmas), runs BEGIN IMMEDIATE, one guarded UPDATE … RETURNING of
-// the most urgent open unassigned issue, COMMIT, and closes. No workspace
-// discovery, schema check, bd ready rules, event or hash: bd-claim's
-// process cost is measured against it.
+// the most urgent open unassigned issue, COMMIT, and closes (trying again
+// while the database is busy). No workspace discovery, schema check, bd
+// ready rules, event or hash: bd-claim's process cost is measured against
+// it.
 //
 //	minclaim DB AGENT
 package main
@@ -36,9 +37,22 @@ func main() {
 	fmt.Println(id)
 }
 
+// claim claims one issue, trying again while the database is busy for
+// up to 30 seconds (its only concession to a swarm: bd-claim's writers
+// queue instead), so that a swarm of it measures its cost, not its busy
+// errors.
 func claim(path, agent string) (string, error) {
 	conn := db.Open(path, 5*time.Second)
 	defer conn.Close()
+	for end := time.Now().Add(30 * time.Second); ; {
+		id, err := claimOnce(conn, agent)
+		if !db.IsBusy(err) || time.Now().After(end) {
+			return id, err
+		}
+	}
+}
+
+func claimOnce(conn *sql.DB, agent string) (string, error) {
 	ctx := context.Background()
 	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE (the DSN's _txlock)
 	if err != nil {
