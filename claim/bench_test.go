@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,8 +55,8 @@ func benchRefill(b *testing.B, path, agent string) {
 	conn := db.Open(path, 5*time.Second)
 	defer conn.Close()
 	for _, stmt := range []string{
-		"UPDATE issues SET status = 'open', assignee = '' WHERE status = 'in_progress' AND assignee = ?",
-		"DELETE FROM events WHERE actor = ?",
+		"UPDATE issues SET status = 'open', assignee = '' WHERE status = 'in_progress' AND assignee LIKE ?",
+		"DELETE FROM events WHERE actor LIKE ?",
 		"DELETE FROM dirty_issues",
 	} {
 		args := []any{agent}
@@ -87,6 +88,52 @@ func BenchmarkClaim(b *testing.B) {
 			b.Fatalf("claim %d: %v, %v", left, iss, err)
 		}
 		left--
+	}
+}
+
+// BenchmarkClaimParallel is library mode with 8 agents claiming at once
+// (an orchestrator's process): 8 goroutines sharing one Store, and 8
+// Stores on one workspace, one claim per op.
+func BenchmarkClaimParallel(b *testing.B) {
+	const agents = 8
+	for _, stores := range []int{1, agents} {
+		b.Run(fmt.Sprintf("stores=%d", stores), func(b *testing.B) {
+			ctx := context.Background()
+			d := benchDemo(b)
+			ss := make([]*claim.Store, stores)
+			for i := range ss {
+				ss[i] = benchStore(b, d)
+			}
+			b.ResetTimer()
+			for todo := b.N; todo > 0; {
+				n := min(todo, len(d.Ready))
+				todo -= n
+				var wg sync.WaitGroup
+				errs := make(chan error, agents)
+				for a := range agents {
+					wg.Go(func() {
+						for range n/agents + min(1, max(0, n%agents-a)) {
+							iss, err := issueOf(ss[a%stores].Claim(ctx, claim.Request{Agent: fmt.Sprintf("bench-%d", a)}))
+							if err == nil && iss == nil {
+								err = fmt.Errorf("agent %d found nothing", a)
+							}
+							if err != nil {
+								errs <- err
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				close(errs)
+				if err := <-errs; err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				benchRefill(b, d.Workspace.DBPath, "bench%")
+				b.StartTimer()
+			}
+		})
 	}
 }
 

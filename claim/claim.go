@@ -66,7 +66,7 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 		}
 		res, err = t.take(c, req)
 		if q != nil {
-			t.committed = append(t.committed, func() { q.taken(c.r.ID) })
+			t.committed = append(t.committed, func() { t.queues.taken(c.r.ID) })
 		}
 		return err
 	})
@@ -148,9 +148,10 @@ func (c choice) result() Result {
 }
 
 // choose finds the issue req would claim, and reads it: the first
-// candidate of the readySpec (from the remembered order q, when
-// there is one), or the issue req.ID when the specification admits it. An
-// --id the specification refuses is explained. It writes nothing.
+// candidate of the readySpec (the first claimable of head, the candidates
+// read ahead, or from the remembered order q, when there is one), or the
+// issue req.ID when the specification admits it. An --id the
+// specification refuses is explained. It writes nothing.
 func (t *txn) choose(req Request, q *queue, head []string) (choice, error) {
 	spec, err := t.spec(req)
 	if err != nil {

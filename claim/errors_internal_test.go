@@ -758,3 +758,13 @@ func TestClaimCancelledUnwraps(t *testing.T) {
 
 // issueOf returns the claimed issue of a Claim call.
 func issueOf(res Result, err error) (*Issue, error) { return res.Issue, err }
+
+// A Store used after Close refuses, with UNEXPECTED: its write finds no
+// connection to run on.
+func TestClaimOnClosedStore(t *testing.T) {
+	s := openFixture(t, "0.49.6")
+	assert.NilError(t, s.Close())
+	_, err := s.Claim(context.Background(), Request{Agent: "a", ID: "x"})
+	assert.Equal(t, ErrorCode(err), EUnexpected)
+	assert.ErrorContains(t, err, "database is closed")
+}

@@ -21,7 +21,8 @@ const queueTTL = time.Second
 type queue struct {
 	version int64
 	at      time.Time
-	ids     []string // the remaining order; nil until the second claim asks for it
+	ids     []string            // the remaining order; nil until the second claim asks for it
+	gone    map[string]struct{} // ids the Store has claimed since, for any agent (see queues.taken)
 }
 
 // next returns the id of the next issue to claim (ok false when there is
@@ -34,7 +35,7 @@ func (q *queue) next(t *txn, spec readySpec) (id string, ok bool, err error) {
 		// A first claim, or the world moved (or its version could not be
 		// read): sort afresh, and let the next claim build the whole order
 		// if nothing changes until then.
-		q.version, q.at, q.ids = version, t.now, nil
+		q.version, q.at, q.ids, q.gone = version, t.now, nil, nil
 		ok, err = found(t.queryRow(spec.next()).Scan(&id))
 		return id, ok, errors.Join(verr, err)
 	}
@@ -47,12 +48,22 @@ func (q *queue) next(t *txn, spec readySpec) (id string, ok bool, err error) {
 		_ = json.Unmarshal([]byte(list), &q.ids) // SQLite's json_group_array output
 	}
 	for len(q.ids) > 0 {
+		if _, gone := q.gone[q.ids[0]]; gone {
+			delete(q.gone, q.ids[0])
+			q.ids = q.ids[1:]
+			continue
+		}
 		if ok, err = found(t.queryRow(spec.byID(q.ids[0])).Scan(&id)); ok || err != nil {
 			return id, ok, err
 		}
 		q.ids = q.ids[1:] // no longer claimable
 	}
-	return "", false, nil
+	// The order is spent. An issue that became claimable through the
+	// Store's own connection (its release) is not in it: sort afresh, and
+	// let the next claim build the order again.
+	q.ids = nil
+	ok, err = found(t.queryRow(spec.next()).Scan(&id))
+	return id, ok, err
 }
 
 // maxQueues bounds the orders a Store remembers, one per agent and filters.
@@ -79,9 +90,20 @@ func (qs *queues) of(req Request) *queue {
 	return q
 }
 
-// taken drops a committed claim from the front of the order.
-func (q *queue) taken(id string) {
-	if len(q.ids) > 0 && q.ids[0] == id {
-		q.ids = q.ids[1:]
+// taken tells every order of the Store that it claimed issue id: the
+// Store's own commits leave PRAGMA data_version unchanged, so the orders of
+// its other agents would otherwise look the issue up again, inside the
+// lock, to find it taken. The claiming agent's order has it in front.
+func (qs queues) taken(id string) {
+	for _, q := range qs {
+		switch {
+		case len(q.ids) > 0 && q.ids[0] == id:
+			q.ids = q.ids[1:]
+		case q.ids != nil:
+			if q.gone == nil {
+				q.gone = map[string]struct{}{}
+			}
+			q.gone[id] = struct{}{}
+		}
 	}
 }

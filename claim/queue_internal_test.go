@@ -36,8 +36,14 @@ func drainIDs(t *testing.T, s *Store, req Request) []string {
 func TestQueueKeepsClaimOrder(t *testing.T) {
 	want := claimtest.Claimable(t, "0.49.6", "priority")
 	s := openFixture(t, "0.49.6")
-	assert.DeepEqual(t, drainIDs(t, s, Request{Agent: "q"}), want)
-	assert.Assert(t, orderOf(s, "q").ids != nil, "the order was built and used")
+	var got []string
+	for range 3 { // the first reads ahead, the second sorts afresh, the third builds the order
+		iss, err := issueOf(s.Claim(context.Background(), Request{Agent: "q"}))
+		assert.NilError(t, err)
+		got = append(got, iss.ID)
+	}
+	assert.Assert(t, orderOf(s, "q").ids != nil, "the order was built")
+	assert.DeepEqual(t, append(got, drainIDs(t, s, Request{Agent: "q"})...), want)
 }
 
 // What the order cannot see: another connection's write invalidates it, a
@@ -74,7 +80,7 @@ func TestQueueNoticesChanges(t *testing.T) {
 
 	// The Store's own connection closes the next issue: the version stays,
 	// the check of the queued issue skips it.
-	_, err = s.conn.Exec("UPDATE issues SET status = 'closed', closed_at = '2030-01-01T00:00:00Z' WHERE id = ?", order[5])
+	_, err = s.writer.ExecContext(ctx, "UPDATE issues SET status = 'closed', closed_at = '2030-01-01T00:00:00Z' WHERE id = ?", order[5])
 	assert.NilError(t, err)
 	assert.Equal(t, claimNext(), order[6])
 
@@ -85,8 +91,22 @@ func TestQueueNoticesChanges(t *testing.T) {
 	assert.Equal(t, claimNext(), order[8])
 	assert.Assert(t, orderOf(s, "q").ids == nil)
 
-	orderOf(s, "q").taken("not-the-front") // a claim the order did not hand out
-	assert.Equal(t, claimNext(), order[9])
+	assert.Equal(t, claimNext(), order[9]) // builds the order
+
+	// Another agent of the Store takes q's next issue, then one further
+	// on: q's order learns both from the Store, not from lookups inside
+	// the lock.
+	r, err := issueOf(s.Claim(ctx, Request{Agent: "r"}))
+	assert.NilError(t, err)
+	assert.Equal(t, r.ID, order[10])
+	assert.Equal(t, orderOf(s, "q").ids[0], order[11])
+	_, err = s.Claim(ctx, Request{Agent: "r", ID: order[12]})
+	assert.NilError(t, err)
+	_, gone := orderOf(s, "q").gone[order[12]]
+	assert.Assert(t, gone, "q's order knows that r took one of its issues")
+	assert.Equal(t, claimNext(), order[11])
+	assert.Equal(t, claimNext(), order[13])
+	assert.Equal(t, len(orderOf(s, "q").gone), 0)
 
 	// Nothing left: the order is empty and the answer is none.
 	for range len(order) - 1 {
@@ -99,6 +119,30 @@ func TestQueueNoticesChanges(t *testing.T) {
 	assert.Assert(t, iss == nil)
 }
 
+// An issue the Store itself makes claimable again (a release through its
+// own connection leaves data_version as it was) is not in the remembered
+// order: once the order is spent, the claim sorts afresh and finds it.
+func TestQueueSpentSortsAfresh(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	root := claimtest.Fixture(t, "0.49.6")
+	s, err := Open(ctx, Workspace{DBPath: claimtest.DBPath(root)}, Options{Now: func() time.Time { return now }})
+	assert.NilError(t, err)
+	defer s.Close()
+	order := claimtest.Claimable(t, "0.49.6", "priority")
+	var got []string
+	for range 3 { // the third builds the order
+		iss, err := issueOf(s.Claim(ctx, Request{Agent: "q"}))
+		assert.NilError(t, err)
+		got = append(got, iss.ID)
+	}
+	assert.Assert(t, orderOf(s, "q").ids != nil)
+	_, err = s.Release(ctx, ReleaseRequest{Agent: "q", ID: got[0]})
+	assert.NilError(t, err)
+	got = append(got[1:], drainIDs(t, s, Request{Agent: "q"})...)
+	assert.DeepEqual(t, got, append(order[1:], order[0]))
+}
+
 // The order query failing (here: a table dropped through the Store's own
 // connection, which leaves data_version as it was) is an error of the claim.
 func TestQueueOrderQueryFails(t *testing.T) {
@@ -108,7 +152,7 @@ func TestQueueOrderQueryFails(t *testing.T) {
 		_, err := s.Claim(ctx, Request{Agent: "q"})
 		assert.NilError(t, err)
 	}
-	_, err := s.conn.Exec("DROP TABLE blocked_issues_cache")
+	_, err := s.writer.ExecContext(ctx, "DROP TABLE blocked_issues_cache")
 	assert.NilError(t, err)
 	_, err = s.Claim(ctx, Request{Agent: "q"})
 	assert.ErrorContains(t, err, "no such table: blocked_issues_cache")

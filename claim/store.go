@@ -46,7 +46,12 @@ type Store struct {
 	conn      *sql.DB
 	stmts     *db.Stmts
 	writing   sync.Mutex // held for a write transaction
-	handoff   *db.Queue  // the writers' queue across processes, opened by the first writer (queue)
+	// writer is the connection every SQLite write transaction runs on,
+	// taken from the pool by the first (guarded by writing): PRAGMA
+	// data_version, by which a remembered order (queue) tells another
+	// connection's writes from the Store's own, counts per connection.
+	writer    *sql.Conn
+	handoff   *db.Queue // the writers' queue across processes, opened by the first writer (queue)
 	handoffOn sync.Once
 	busy      time.Duration
 	queues    queues // guarded by writing
@@ -110,6 +115,9 @@ func (s *Store) Close() error {
 	}
 	if s.handoff != nil {
 		s.handoff.Close()
+	}
+	if s.writer != nil {
+		s.writer.Close()
 	}
 	return s.conn.Close()
 }
@@ -220,7 +228,7 @@ func (s *Store) writeFromDeck(ctx context.Context, doing string, d deck, fn func
 		retry.Attempts = 1
 	}
 	ctx = context.WithoutCancel(ctx)
-	var conn db.Beginner = s.conn
+	var conn db.Beginner
 	var w *doltWriter
 	if s.flavor.dolt {
 		var err error
@@ -229,6 +237,14 @@ func (s *Store) writeFromDeck(ctx context.Context, doing string, d deck, fn func
 		}
 		defer func() { w.done() }()
 		conn = w
+	} else {
+		if s.writer == nil {
+			var err error
+			if s.writer, err = s.conn.Conn(ctx); err != nil {
+				return classify(err, doing)
+			}
+		}
+		conn = s.writer
 	}
 	var t *txn
 	try := 0
