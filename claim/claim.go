@@ -105,7 +105,7 @@ func (s *Store) head(ctx context.Context, req Request) ([]string, deck, error) {
 		// Without the failure policy's rules: the lookups they make per
 		// candidate were half of this read, and inside the lock firstOf
 		// checks the candidates against every rule anyway.
-		spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now).cheap()
+		spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now).without(rule.costly)
 		var id string
 		return t.each(spec.nextK(headSize), []any{&id}, func() { ids = append(ids, id) })
 	})

@@ -445,7 +445,7 @@ func (t *txn) heldCount(agent string) (int64, error) {
 func (t *txn) doltSpec(spec readySpec) (readySpec, error) {
 	deferred, err := t.dq.IssueDeferredAny(t.ctx, t.conn, dolt.IssueDeferredAnyParams{Now: sql.NullTime{Time: t.now.UTC().Truncate(time.Second), Valid: true}})
 	if deferred == 0 {
-		spec = spec.without("deferred_parent")
+		spec = spec.without(func(r rule) bool { return r.name == "deferred_parent" })
 	}
 	return spec, err
 }

@@ -76,9 +76,9 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	return spec
 }
 
-// without is s less the rule named name.
-func (s readySpec) without(name string) readySpec {
-	s.rules = slices.DeleteFunc(slices.Clone(s.rules), func(r rule) bool { return r.name == name })
+// without is s less the rules that drop says to leave out.
+func (s readySpec) without(drop func(rule) bool) readySpec {
+	s.rules = slices.DeleteFunc(slices.Clone(s.rules), drop)
 	return s
 }
 
@@ -123,7 +123,7 @@ func (s readySpec) nextK(k uint64) sq.SelectBuilder {
 		b = b.Where(sq.Expr(`i.priority = COALESCE(
 	(SELECT min(i.priority) FROM issues i WHERE i.status = 'in_progress' AND i.priority < ? AND ?), ?)`, open, where, open))
 	}
-	if len(costly) == 0 { // the cheap() specification
+	if len(costly) == 0 { // a specification without(rule.costly)
 		return b.Limit(k)
 	}
 	return sq.Select("i.id").FromSelect(b.Limit(1<<62), "i").Where(costly).Limit(k)
@@ -145,13 +145,6 @@ func (s readySpec) split() (cheap, costly sq.And) {
 
 // costly says whether r is one of the failure policy's rules.
 func (r rule) costly() bool { return r.name == "backoff" || r.name == "abandoned" }
-
-// cheap is s less the failure policy's rules: the specification of a
-// read whose every candidate is checked again against all of s.
-func (s readySpec) cheap() readySpec {
-	s.rules = slices.DeleteFunc(slices.Clone(s.rules), rule.costly)
-	return s
-}
 
 // page selects (id, priority, passes) of the first n issues in claim order
 // by every rule but the failure policy's, which look up events: those are
