@@ -66,7 +66,7 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 		}
 		res, err = t.take(c, req)
 		if q != nil {
-			t.committed = append(t.committed, func() { t.queues.taken(c.r.ID) })
+			t.committed = append(t.committed, func() { t.queues.taken(c.r.ID, t.now) })
 		}
 		return err
 	})

@@ -90,13 +90,18 @@ func (qs *queues) of(req Request) *queue {
 	return q
 }
 
-// taken tells every order of the Store that it claimed issue id: the
-// Store's own commits leave PRAGMA data_version unchanged, so the orders of
-// its other agents would otherwise look the issue up again, inside the
-// lock, to find it taken. The claiming agent's order has it in front.
-func (qs queues) taken(id string) {
+// taken tells every order of the Store that it claimed issue id at now:
+// the Store's own commits leave PRAGMA data_version unchanged, so the
+// orders of its other agents would otherwise look the issue up again,
+// inside the lock, to find it taken. The claiming agent's order has it in
+// front. An order past queueTTL is dropped instead (its agent's next claim
+// sorts afresh anyway), so that an idle agent's order does not grow with
+// everyone else's claims.
+func (qs queues) taken(id string, now time.Time) {
 	for _, q := range qs {
 		switch {
+		case now.Sub(q.at) >= queueTTL:
+			q.ids, q.gone = nil, nil
 		case len(q.ids) > 0 && q.ids[0] == id:
 			q.ids = q.ids[1:]
 		case q.ids != nil:

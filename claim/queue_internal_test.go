@@ -108,6 +108,13 @@ func TestQueueNoticesChanges(t *testing.T) {
 	assert.Equal(t, claimNext(), order[13])
 	assert.Equal(t, len(orderOf(s, "q").gone), 0)
 
+	// An order past its time is dropped, not kept up: an idle agent's
+	// order does not grow with the others' claims.
+	now = now.Add(2 * queueTTL)
+	_, err = s.Claim(ctx, Request{Agent: "r"})
+	assert.NilError(t, err)
+	assert.Assert(t, orderOf(s, "q").ids == nil && orderOf(s, "q").gone == nil)
+
 	// Nothing left: the order is empty and the answer is none.
 	for range len(order) - 1 {
 		if _, err := s.Claim(ctx, Request{Agent: "q"}); err != nil {
