@@ -296,15 +296,24 @@ func TestDoltLeaseInterop(t *testing.T) {
 // bd-claim ones must not exceed, by more than a quarter (one run's noise,
 // measured), the share that gives up in the same run when those 12 agents
 // run bd as well (24 bd processes): where bd copes with itself, bd-claim
-// must not make it give up. On a machine so loaded that most of 24 bd
+// must not make it give up. The two races alternate, twice each, so that
+// load from other work (the other packages' tests, in CI) hits both alike:
+// with one of each, bd alone ran first and gave up 2 of 24 times, bd
+// beside bd-claim 7 of 12 times, in a CI run where the claim package's
+// Dolt tests ran beside. On a machine so loaded that most of 24 bd
 // processes give up, this cannot tell; the test logs both counts.
 func TestDoltRaceWithBd(t *testing.T) {
 	srv := claimtest.NeedDolt(t)
-	_, alone := bdRace(t, srv, "solo", 24, 0)
-	claims, gaveUp := bdRace(t, srv, "mix", 12, 12)
-	t.Logf("bd ready --claim processes that gave up: %d of 12 beside 12 bd-claim processes, %d of 24 without them", gaveUp, alone)
-	assert.Assert(t, float64(gaveUp)/12 <= float64(alone)/24+0.25, "beside bd-claim %d of 12 bd processes gave up; with bd alone, %d of 24", gaveUp, alone)
-	assert.Equal(t, len(claims), 30)
+	alone, gaveUp := 0, 0
+	for _, round := range []string{"a", "b"} {
+		_, n := bdRace(t, srv, "solo"+round, 24, 0)
+		alone += n
+		claims, n := bdRace(t, srv, "mix"+round, 12, 12)
+		gaveUp += n
+		assert.Equal(t, len(claims), 30)
+	}
+	t.Logf("bd ready --claim processes that gave up: %d of 24 beside 12 bd-claim processes, %d of 48 without them", gaveUp, alone)
+	assert.Assert(t, float64(gaveUp)/24 <= float64(alone)/48+0.25, "beside bd-claim %d of 24 bd processes gave up; with bd alone, %d of 48", gaveUp, alone)
 }
 
 // bdRace makes a workspace of 30 open issues and a clone of it, then
