@@ -768,3 +768,18 @@ func TestClaimOnClosedStore(t *testing.T) {
 	assert.Equal(t, ErrorCode(err), EUnexpected)
 	assert.ErrorContains(t, err, "database is closed")
 }
+
+// A Store whose write connection broke reports the failed write and takes
+// another connection from the pool for the next one.
+func TestClaimWriterConnectionLost(t *testing.T) {
+	s := openFixture(t, "0.49.6")
+	ctx := context.Background()
+	_, err := s.Claim(ctx, Request{Agent: "a"})
+	assert.NilError(t, err)
+	assert.NilError(t, s.writer.Close()) // this handle on the connection is done
+	_, err = s.Claim(ctx, Request{Agent: "a"})
+	assert.Assert(t, errors.Is(err, sql.ErrConnDone), "%v", err)
+	res, err := s.Claim(ctx, Request{Agent: "a"})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue != nil)
+}

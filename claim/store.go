@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -261,6 +262,9 @@ func (s *Store) writeFromDeck(ctx context.Context, doing string, d deck, fn func
 			w.done()
 			w, err = s.doltWriter(ctx)
 		}
+	}
+	if err != nil && s.writer != nil && (errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn)) {
+		s.writer = nil // the pool replaces a broken connection; the next write takes another
 	}
 	if err != nil {
 		return classify(err, doing)
