@@ -36,9 +36,20 @@ func (q *queue) next(t *txn, spec readySpec) (id string, ok bool, err error) {
 		// read): sort afresh, and let the next claim build the whole order
 		// if nothing changes until then.
 		q.version, q.at, q.ids, q.gone = version, t.now, nil, nil
-		ok, err = found(t.queryRow(spec.next()).Scan(&id))
-		return id, ok, errors.Join(verr, err)
+	} else if id, ok, err = q.walk(t, spec); ok || err != nil {
+		return id, ok, err
 	}
+	// Sorted afresh too when the order is spent: an issue that became
+	// claimable through the Store's own connection (its release) is not in
+	// it.
+	ok, err = found(t.queryRow(spec.next()).Scan(&id))
+	return id, ok, errors.Join(verr, err)
+}
+
+// walk returns the first id of the order that is still claimable, building
+// the order when the claim before only started it. Once none is left it
+// drops the order (nil), so that the next claim builds it again.
+func (q *queue) walk(t *txn, spec readySpec) (id string, ok bool, err error) {
 	if q.ids == nil {
 		var list string
 		if err := t.queryRow(spec.claimOrder()).Scan(&list); err != nil {
@@ -58,12 +69,8 @@ func (q *queue) next(t *txn, spec readySpec) (id string, ok bool, err error) {
 		}
 		q.ids = q.ids[1:] // no longer claimable
 	}
-	// The order is spent. An issue that became claimable through the
-	// Store's own connection (its release) is not in it: sort afresh, and
-	// let the next claim build the order again.
 	q.ids = nil
-	ok, err = found(t.queryRow(spec.next()).Scan(&id))
-	return id, ok, err
+	return "", false, nil
 }
 
 // maxQueues bounds the orders a Store remembers, one per agent and filters.

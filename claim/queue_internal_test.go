@@ -17,6 +17,29 @@ func orderOf(s *Store, agent string) *queue {
 	return s.queues.of(Request{Agent: agent, Filters: f})
 }
 
+// clockedFixture opens a Store on a copy of the v0.49.6 fixture whose clock
+// reads *now.
+func clockedFixture(t *testing.T, now *time.Time) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Workspace{DBPath: claimtest.DBPath(claimtest.Fixture(t, "0.49.6"))},
+		Options{Now: func() time.Time { return *now }})
+	assert.NilError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// claimIDs claims n times for req and returns the ids claimed.
+func claimIDs(t *testing.T, s *Store, req Request, n int) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		iss, err := issueOf(s.Claim(context.Background(), req))
+		assert.NilError(t, err)
+		ids = append(ids, iss.ID)
+	}
+	return ids
+}
+
 // drainIDs claims until nothing is left and returns the ids in claim order.
 func drainIDs(t *testing.T, s *Store, req Request) []string {
 	t.Helper()
@@ -36,12 +59,8 @@ func drainIDs(t *testing.T, s *Store, req Request) []string {
 func TestQueueKeepsClaimOrder(t *testing.T) {
 	want := claimtest.Claimable(t, "0.49.6", "priority")
 	s := openFixture(t, "0.49.6")
-	var got []string
-	for range 3 { // the first reads ahead, the second sorts afresh, the third builds the order
-		iss, err := issueOf(s.Claim(context.Background(), Request{Agent: "q"}))
-		assert.NilError(t, err)
-		got = append(got, iss.ID)
-	}
+	// The first reads ahead, the second sorts afresh, the third builds the order.
+	got := claimIDs(t, s, Request{Agent: "q"}, 3)
 	assert.Assert(t, orderOf(s, "q").ids != nil, "the order was built")
 	assert.DeepEqual(t, append(got, drainIDs(t, s, Request{Agent: "q"})...), want)
 }
@@ -52,10 +71,7 @@ func TestQueueKeepsClaimOrder(t *testing.T) {
 func TestQueueNoticesChanges(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	root := claimtest.Fixture(t, "0.49.6")
-	s, err := Open(ctx, Workspace{DBPath: claimtest.DBPath(root)}, Options{Now: func() time.Time { return now }})
-	assert.NilError(t, err)
-	defer s.Close()
+	s := clockedFixture(t, &now)
 	order := claimtest.Claimable(t, "0.49.6", "priority")
 	claimNext := func() string {
 		t.Helper()
@@ -71,8 +87,8 @@ func TestQueueNoticesChanges(t *testing.T) {
 	assert.Equal(t, len(orderOf(s, "q").ids), len(order)-2)
 
 	// Another connection closes the next issue: data_version changes.
-	other := claimtest.Open(t, claimtest.DBPath(root))
-	_, err = other.Exec("UPDATE issues SET status = 'closed', closed_at = '2030-01-01T00:00:00Z' WHERE id = ?", order[2])
+	other := claimtest.Open(t, s.Workspace.DBPath)
+	_, err := other.Exec("UPDATE issues SET status = 'closed', closed_at = '2030-01-01T00:00:00Z' WHERE id = ?", order[2])
 	assert.NilError(t, err)
 	assert.Equal(t, claimNext(), order[3])
 	assert.Assert(t, orderOf(s, "q").ids == nil, "invalidated")
@@ -130,21 +146,12 @@ func TestQueueNoticesChanges(t *testing.T) {
 // own connection leaves data_version as it was) is not in the remembered
 // order: once the order is spent, the claim sorts afresh and finds it.
 func TestQueueSpentSortsAfresh(t *testing.T) {
-	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	root := claimtest.Fixture(t, "0.49.6")
-	s, err := Open(ctx, Workspace{DBPath: claimtest.DBPath(root)}, Options{Now: func() time.Time { return now }})
-	assert.NilError(t, err)
-	defer s.Close()
+	s := clockedFixture(t, &now)
 	order := claimtest.Claimable(t, "0.49.6", "priority")
-	var got []string
-	for range 3 { // the third builds the order
-		iss, err := issueOf(s.Claim(ctx, Request{Agent: "q"}))
-		assert.NilError(t, err)
-		got = append(got, iss.ID)
-	}
+	got := claimIDs(t, s, Request{Agent: "q"}, 3) // the third builds the order
 	assert.Assert(t, orderOf(s, "q").ids != nil)
-	_, err = s.Release(ctx, ReleaseRequest{Agent: "q", ID: got[0]})
+	_, err := s.Release(context.Background(), ReleaseRequest{Agent: "q", ID: got[0]})
 	assert.NilError(t, err)
 	got = append(got[1:], drainIDs(t, s, Request{Agent: "q"})...)
 	assert.DeepEqual(t, got, append(order[1:], order[0]))

@@ -1069,9 +1069,10 @@ func (b *bench) swarm() error {
 // / CPU time per claim process, measured in the same swarm), the latency
 // of a claim against a fair queue's, busy exits and duplicates. No bd
 // writes run meanwhile (section 3 times those): a bd write holds SQLite's
-// lock while the queue's writer waits, which leaves the CPU idle. The minimal claim program then runs
-// the 256-process shape: its CPU per process under the same load is the
-// floor of any tool that claims one issue per process.
+// lock while the queue's writer waits, which leaves the CPU idle. The
+// minimal claim program then runs the 256-process shape: its CPU per
+// process under the same load is the floor of any tool that claims one
+// issue per process.
 func (b *bench) scale() error {
 	t := b.templates["scale"]
 	const sec = "3b. Swarm at scale: N processes started together, each claiming K times"
