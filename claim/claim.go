@@ -89,17 +89,17 @@ const headSize = 64
 // remembered order instead (queue). A candidate that became claimable
 // after the read, however urgent, waits for the next claim, as if the
 // claim had run at the read. It reads them on the writers' queue's deck
-// (db.Queue.Deck), which it returns: only the write of the writer ahead
-// (and any write that does not queue on the deck: bd's, a release, an --id
-// claim) comes between the read and the claim's turn, where a claim that
-// read on arrival would find the candidates taken by every writer queued
-// before it, and sort afresh.
+// (db.Queue.Deck), which it returns: only the writes of the two writers
+// ahead (and any write that does not queue on the deck: bd's, a release,
+// an --id claim) come between the read and the claim's turn, where a
+// claim that read on arrival would find the candidates taken by every
+// writer queued before it, and sort afresh.
 func (s *Store) head(ctx context.Context, req Request) ([]string, deck, error) {
 	if s.flavor.dolt || req.ID != "" || !s.readAhead.CompareAndSwap(false, true) {
 		return nil, deck{}, nil
 	}
 	d := deck{at: time.Now()}
-	d.leave, _ = s.queue().Deck(s.queueWait()) // a missed deck leaves no time for the turn
+	d.place, _ = s.queue().Deck(s.queueWait()) // a missed deck leaves no time for the turn
 	var ids []string
 	err := s.look(ctx, "claim an issue", func(t *txn) error {
 		// Without the failure policy's rules: the lookups they make per
@@ -110,7 +110,7 @@ func (s *Store) head(ctx context.Context, req Request) ([]string, deck, error) {
 		return t.each(spec.nextK(headSize), []any{&id}, func() { ids = append(ids, id) })
 	})
 	if err != nil {
-		d.leave()
+		d.place.Leave()
 	}
 	return ids, d, err
 }

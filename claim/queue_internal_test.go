@@ -215,7 +215,7 @@ func TestHeadTakenMeanwhile(t *testing.T) {
 	assert.NilError(t, req.Validate()) // the priority order: the head is the most urgent priority's
 	head, d, err := s.head(ctx, req)
 	assert.NilError(t, err)
-	d.leave()
+	d.place.Leave()
 	assert.Assert(t, len(head) > 0 && len(head) < len(order), "%d of %d", len(head), len(order))
 	assert.DeepEqual(t, head, order[:len(head)])
 	for _, id := range head {
@@ -232,7 +232,7 @@ func TestHeadTakenMeanwhile(t *testing.T) {
 	assert.Equal(t, got, order[len(head)])
 	again, d, err := s.head(ctx, req)
 	assert.NilError(t, err)
-	assert.Assert(t, again == nil && d.leave == nil, "only a Store's first claim reads ahead")
+	assert.Assert(t, again == nil && d.at.IsZero(), "only a Store's first claim reads ahead")
 }
 
 // The candidates read before the lock leave out the failure policy's
@@ -250,7 +250,7 @@ func TestHeadCheckedInOrder(t *testing.T) {
 	assert.NilError(t, err)
 	head, d, err := s.head(ctx, req)
 	assert.NilError(t, err)
-	d.leave()
+	d.place.Leave()
 	assert.Assert(t, len(head) >= 4, "%d", len(head))
 	assert.Equal(t, head[0], first.Issue.ID, "read ahead without the failure policy")
 	_, err = other.Claim(ctx, Request{Agent: "other", ID: head[1]})

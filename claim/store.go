@@ -182,10 +182,10 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 }
 
 // deck is a writer's place on the queue's deck (db.Queue.Deck), taken at
-// at to read what it will write before its turn; leave is nil for a writer
+// at to read what it will write before its turn; at is zero for a writer
 // that did not take one.
 type deck struct {
-	leave func()
+	place db.Place
 	at    time.Time
 }
 
@@ -210,20 +210,19 @@ func (s *Store) queueWait() time.Duration {
 // for what is left of the queue's wait, and leaves the deck once its turn
 // has come.
 func (s *Store) writeFromDeck(ctx context.Context, doing string, d deck, fn func(t *txn) error) error {
-	wait, leaveDeck := s.queueWait(), func() {}
-	if d.leave != nil {
+	wait, enter := s.queueWait(), s.queue().Enter
+	if !d.at.IsZero() {
 		wait -= time.Since(d.at)
-		leaveDeck = sync.OnceFunc(d.leave)
-		defer leaveDeck() // a write that ends before its turn comes
+		enter = d.place.Enter
+		defer d.place.Leave() // a write that ends before its turn comes
 	}
 	if err := ctx.Err(); err != nil {
 		return classify(err, doing)
 	}
 	s.writing.Lock()
 	defer s.writing.Unlock()
-	leave, missed := s.queue().Enter(wait)
+	leave, missed := enter(wait)
 	defer leave()
-	leaveDeck()
 	retry := s.retry
 	if missed {
 		retry.Attempts = 1

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -20,11 +21,19 @@ import (
 // the lock until it times out). It is only an optimisation: correctness
 // still comes from BEGIN IMMEDIATE and the compare-and-swap.
 //
-// Its deck (Deck) is a second lock of the same file, before the turn: the
-// writer that holds it is the next one, and only it waits for the turn
-// itself. It prepares its write meanwhile (a claim reads its candidates),
-// so that what it read is at most one write old when its turn comes; the
-// writers behind it wait for the deck without having read anything.
+// Its deck (Deck) is where the next writers prepare their writes (a claim
+// reads its candidates) while the writer in holds the turn: two of them at
+// once, so that the turn need not wait for one writer's read when the
+// write before it was shorter. They come on the deck, and then take the
+// turn, strictly in the order of their tickets (drawn under a short lock
+// of a byte of its own, the counter kept in the file): ticket t holds the
+// lock of its seat byte from its ticket until its turn, comes on the deck
+// once ticket t-2 has left its seat, and waits for the turn once ticket
+// t-1 has. A writer woken late (the machine busy) keeps its place: no
+// newcomer can take its seat or its turn meanwhile, as one could take a
+// seat that was merely free. The writers behind the deck wait without
+// having read anything, so what a writer read is at most two writes old
+// when its turn comes.
 //
 // The lock file is never the database, its -wal or -shm: closing any
 // descriptor of a file drops every POSIX lock the process holds on it,
@@ -88,17 +97,88 @@ func (q *Queue) Enter(timeout time.Duration) (leave func(), missed bool) {
 	return q.enter(turnByte, timeout)
 }
 
-// Deck waits up to timeout for the deck, as Enter for the turn. Its holder
-// leaves it once it has entered the turn.
-func (q *Queue) Deck(timeout time.Duration) (leave func(), missed bool) {
-	return q.enter(deckByte, timeout)
+// Deck takes a ticket and waits, up to timeout, to come on the deck: its
+// Place, whose Enter waits for the turn. A writer whose wait ran out
+// (missed) has a Place that enters as Enter does, and no seat.
+func (q *Queue) Deck(timeout time.Duration) (p Place, missed bool) {
+	p.q = q
+	if q.f == nil {
+		return p, false
+	}
+	start := time.Now()
+	leave, missed := q.enter(dispenserByte, timeout)
+	if missed {
+		return p, true
+	}
+	var b [8]byte
+	if n, _ := q.f.ReadAt(b[:], counterAt); n == len(b) { // a new file has none: ticket 0
+		p.ticket = binary.LittleEndian.Uint64(b[:])
+	}
+	binary.LittleEndian.PutUint64(b[:], p.ticket+1)
+	_, err := q.f.WriteAt(b[:], counterAt)
+	// Its seat is taken before the next ticket is drawn. It is held
+	// already only when more than seats writers wait: this one then goes
+	// without a seat, and the writers behind it do not wait for it (or,
+	// the ring wrapped, wait for a later writer until their timeouts).
+	p.seat = err == nil && setlk(q.f, unix.F_OFD_SETLK, unix.F_WRLCK, seatAt(p.ticket)) == nil
+	leave()
+	if p.seat && p.ticket >= deckSeats && q.await(seatAt(p.ticket-deckSeats), timeout-time.Since(start)) {
+		p.Leave()
+		return Place{q: q}, true
+	}
+	return p, false
 }
 
-// The bytes of the lock file that the turn and the deck lock.
+// Place is a writer's place in the queue, from Deck.
+type Place struct {
+	q      *Queue
+	ticket uint64
+	seat   bool // it holds the lock of its seat
+}
+
+// Enter waits up to timeout for the writer before it to take its turn,
+// then for the turn, as Queue.Enter; it leaves the seat once the turn is
+// taken (or missed).
+func (p Place) Enter(timeout time.Duration) (leave func(), missed bool) {
+	defer p.Leave()
+	start := time.Now()
+	if p.seat && p.ticket > 0 && p.q.await(seatAt(p.ticket-1), timeout) {
+		return func() {}, true
+	}
+	return p.q.enter(turnByte, timeout-time.Since(start))
+}
+
+// Leave leaves the seat: for a writer that took its turn, or one that will
+// not take it.
+func (p Place) Leave() {
+	if p.seat {
+		_ = setlk(p.q.f, unix.F_OFD_SETLK, unix.F_UNLCK, seatAt(p.ticket))
+	}
+}
+
+// await waits up to timeout until nobody holds the lock of byte at, and
+// says whether it gave up.
+func (q *Queue) await(at int64, timeout time.Duration) (missed bool) {
+	leave, missed := q.enter(at, timeout)
+	leave()
+	return missed
+}
+
+// The lock file's layout: the bytes that the turn, the ticket dispenser and
+// the seats lock, and where the next ticket is written (locks and data do
+// not interfere). Byte 1 was the single deck of earlier bd-claims: they
+// still share the turn with this one.
 const (
-	turnByte = 0
-	deckByte = 1
+	turnByte      = 0
+	dispenserByte = 2
+	counterAt     = 8
+	seatBase      = 1 << 16
+	seats         = 1 << 16 // a ring: ticket t's seat is seatBase + t mod seats
+	deckSeats     = 2       // writers on the deck at once
 )
+
+// seatAt is the byte whose lock is ticket t's seat.
+func seatAt(t uint64) int64 { return seatBase + int64(t%seats) }
 
 // enter waits up to timeout for the lock of byte at.
 func (q *Queue) enter(at int64, timeout time.Duration) (leave func(), missed bool) {

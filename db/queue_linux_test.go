@@ -160,47 +160,60 @@ func TestQueueHandsOff(t *testing.T) {
 	assert.Assert(t, free(t, dir, path))
 }
 
-// The deck is a lock of its own before the turn: a writer on the deck waits
-// for the turn while another writer is in, and the next writer waits for
-// the deck, not the turn, until the first leaves the deck.
+// Two writers at once come on the deck while a writer is in, in the order
+// of their tickets, and take their turns in that order: the second waits
+// for the first even when it asks first and the turn is free. A third
+// comes on the deck once the first has taken its turn.
 func TestQueueDeck(t *testing.T) {
 	dir, path := queueDB(t)
-	in, next, last := OpenQueue(dir, path), OpenQueue(dir, path), OpenQueue(dir, path)
-	defer in.Close()
-	defer next.Close()
-	defer last.Close()
+	in, first, second, third := OpenQueue(dir, path), OpenQueue(dir, path), OpenQueue(dir, path), OpenQueue(dir, path)
+	for _, q := range []*Queue{in, first, second, third} {
+		defer q.Close()
+	}
 	leaveIn, missed := in.Enter(time.Second)
 	assert.Assert(t, !missed)
-	leaveDeck, missed := next.Deck(time.Second)
+	p1, missed := first.Deck(time.Second)
 	assert.Assert(t, !missed, "the deck is free while a writer is in")
-	assert.Assert(t, !freeAt(t, dir, path, deckByte) && !free(t, dir, path))
-	_, missed = last.Deck(0)
-	assert.Assert(t, missed, "one writer at a time on the deck")
-	onDeck := make(chan func())
+	p2, missed := second.Deck(time.Second)
+	assert.Assert(t, !missed, "two writers on the deck")
+	assert.Assert(t, !freeAt(t, dir, path, seatAt(0)) && !freeAt(t, dir, path, seatAt(1)))
+	onDeck := make(chan Place)
 	go func() {
-		leave, missed := last.Deck(time.Minute)
+		p, missed := third.Deck(time.Minute)
 		assert.Check(t, !missed)
-		onDeck <- leave
+		onDeck <- p
 	}()
-	entered := make(chan func())
+	turns := make(chan string, 2)
 	go func() {
-		leave, missed := next.Enter(time.Minute)
+		leave, missed := p2.Enter(time.Minute)
 		assert.Check(t, !missed)
-		entered <- leave
+		turns <- "second"
+		leave()
 	}()
 	leaveIn()
-	leaveNext := <-entered
 	select {
+	case who := <-turns:
+		t.Fatalf("the %s writer took the turn before the first", who)
 	case <-onDeck:
-		t.Fatal("the last writer came on the deck before the next one left it")
+		t.Fatal("a third writer came on the deck before the first left it")
 	case <-time.After(100 * time.Millisecond):
 	}
-	leaveDeck()
-	leaveLast := <-onDeck
-	leaveNext()
-	assert.Assert(t, free(t, dir, path))
-	leaveLast()
-	assert.Assert(t, freeAt(t, dir, path, deckByte))
+	leaveFirst, missed := p1.Enter(time.Minute)
+	assert.Assert(t, !missed)
+	p3 := <-onDeck // the first left its seat once its turn came
+	select {
+	case <-turns:
+		t.Fatal("the second writer took the turn while the first held it")
+	case <-time.After(50 * time.Millisecond):
+	}
+	leaveFirst()
+	assert.Equal(t, <-turns, "second")
+	leaveThird, missed := p3.Enter(time.Minute)
+	assert.Assert(t, !missed)
+	leaveThird()
+	for _, at := range []int64{turnByte, dispenserByte, seatAt(0), seatAt(1), seatAt(2)} {
+		assert.Check(t, freeAt(t, dir, path, at), "byte %d", at)
+	}
 }
 
 // Many writers, each with a queue of its own, take turns: never two inside
@@ -256,6 +269,44 @@ func TestQueueTimeout(t *testing.T) {
 	eventually(t, "the waiter that gave up leaves the queue when its turn comes", func() bool { return free(t, dir, path) })
 }
 
+// A writer that waits past its timeout for the deck goes on without a seat
+// (its Place enters as Enter does), and one on the deck that waits past
+// its timeout for the writer before it misses its turn and leaves its
+// seat: neither keeps anyone waiting.
+func TestQueueDeckTimeout(t *testing.T) {
+	dir, path := queueDB(t)
+	first, second, late := OpenQueue(dir, path), OpenQueue(dir, path), OpenQueue(dir, path)
+	defer first.Close()
+	defer second.Close()
+	defer late.Close()
+	p1, _ := first.Deck(time.Second)
+	p2, _ := second.Deck(time.Second)
+	start := time.Now()
+	p3, missed := late.Deck(50 * time.Millisecond)
+	assert.Assert(t, missed && time.Since(start) >= 50*time.Millisecond)
+	assert.Assert(t, freeAt(t, dir, path, seatAt(2)), "no seat for a writer that missed the deck")
+	leave, missed := p2.Enter(50 * time.Millisecond)
+	assert.Assert(t, missed, "the first writer has not taken its turn")
+	leave()
+	assert.Assert(t, freeAt(t, dir, path, seatAt(1)), "a writer that missed its turn leaves its seat")
+	leave, missed = p3.Enter(time.Second)
+	assert.Assert(t, !missed && !free(t, dir, path), "without a seat, a writer waits for the turn only")
+	leave()
+	// A writer that cannot draw a ticket in time (the dispenser held)
+	// draws none: the next writer gets the ticket it would have had.
+	assert.NilError(t, setlk(first.f, unix.F_OFD_SETLK, unix.F_WRLCK, dispenserByte))
+	_, missed = late.Deck(10 * time.Millisecond)
+	assert.Assert(t, missed)
+	assert.NilError(t, setlk(first.f, unix.F_OFD_SETLK, unix.F_UNLCK, dispenserByte))
+	p4, missed := late.Deck(0)
+	assert.Assert(t, !missed && p4.ticket == 3 && p4.seat, "ticket %d", p4.ticket)
+	p4.Leave()
+	p1.Leave()
+	eventually(t, "every lock is free", func() bool {
+		return freeAt(t, dir, path, seatAt(0)) && freeAt(t, dir, path, dispenserByte) && free(t, dir, path)
+	})
+}
+
 // A waiter whose lock file was removed meanwhile cannot wait on it: it
 // goes on at once, as without a queue.
 func TestQueueLockFileRemoved(t *testing.T) {
@@ -287,6 +338,10 @@ func TestQueueLockFails(t *testing.T) {
 	goOn, missed := within(t, func() (func(), bool) { return readOnly.Enter(time.Hour) })
 	assert.Assert(t, !missed)
 	goOn()
+	p, missed := readOnly.Deck(time.Hour) // it cannot write the next ticket either: no seat
+	assert.Assert(t, !missed)
+	assert.Assert(t, freeAt(t, dir, path, seatAt(0)))
+	p.Leave()
 }
 
 // Without a lock file the queue never waits and never misses a turn:
@@ -324,6 +379,11 @@ func TestQueueWithoutLockFile(t *testing.T) {
 		leave, missed := q.Enter(time.Hour)
 		assert.Check(t, !missed, why)
 		leave()
+		p, missed := q.Deck(time.Hour)
+		assert.Check(t, !missed, why)
+		leave, missed = p.Enter(time.Hour)
+		assert.Check(t, !missed, why)
+		leave()
 		q.Close()
 		if fi, err := os.Stat(d); err == nil && fi.IsDir() && why != "missing database" {
 			es, err := os.ReadDir(d)
@@ -342,39 +402,64 @@ func TestQueueWithoutLockFile(t *testing.T) {
 }
 
 // A holder killed with SIGKILL blocks nobody: the kernel drops its lock,
-// and the writer waiting behind it gets its turn.
+// and the writer waiting behind it gets its turn. So with a writer killed
+// on the deck: the one with the next ticket takes the turn.
 func TestQueueKilledHolder(t *testing.T) {
 	if env := os.Getenv("BD_CLAIM_QUEUE_HOLDER"); env != "" {
 		dir, path, _ := strings.Cut(env, "|")
-		OpenQueue(dir, path).Enter(time.Second) // and never leaves
+		path, deck := strings.CutSuffix(path, "|deck")
+		if deck {
+			OpenQueue(dir, path).Deck(time.Second) // and never takes its turn
+		} else {
+			OpenQueue(dir, path).Enter(time.Second) // and never leaves
+		}
 		os.Stdout.WriteString("holding\n")
 		time.Sleep(time.Minute)
 		return
 	}
-	dir, path := queueDB(t)
-	holder := exec.Command(os.Args[0], "-test.run=^TestQueueKilledHolder$")
-	holder.Env = append(os.Environ(), "BD_CLAIM_QUEUE_HOLDER="+dir+"|"+path)
-	out, err := holder.StdoutPipe()
-	assert.NilError(t, err)
-	assert.NilError(t, holder.Start())
-	line, err := bufio.NewReader(out).ReadString('\n')
-	assert.NilError(t, err)
-	assert.Equal(t, line, "holding\n")
-	assert.Assert(t, !free(t, dir, path))
-	q := OpenQueue(dir, path)
-	defer q.Close()
-	entered := make(chan func())
-	go func() {
-		leave, missed := q.Enter(time.Minute)
-		assert.Check(t, !missed)
-		entered <- leave
-	}()
-	assert.NilError(t, holder.Process.Kill())
-	_ = holder.Wait()
-	leave := <-entered
-	assert.Assert(t, !free(t, dir, path), "the waiter holds its turn")
-	leave()
-	assert.Assert(t, free(t, dir, path))
+	for _, deck := range []bool{false, true} {
+		dir, path := queueDB(t)
+		env := "BD_CLAIM_QUEUE_HOLDER=" + dir + "|" + path
+		if deck {
+			env += "|deck"
+		}
+		holder := exec.Command(os.Args[0], "-test.run=^TestQueueKilledHolder$")
+		holder.Env = append(os.Environ(), env)
+		out, err := holder.StdoutPipe()
+		assert.NilError(t, err)
+		assert.NilError(t, holder.Start())
+		line, err := bufio.NewReader(out).ReadString('\n')
+		assert.NilError(t, err)
+		assert.Equal(t, line, "holding\n")
+		q := OpenQueue(dir, path)
+		defer q.Close()
+		enter := q.Enter
+		if deck {
+			assert.Assert(t, !freeAt(t, dir, path, seatAt(0)))
+			p, missed := q.Deck(time.Second)
+			assert.Assert(t, !missed)
+			enter = p.Enter
+		} else {
+			assert.Assert(t, !free(t, dir, path))
+		}
+		entered := make(chan func())
+		go func() {
+			leave, missed := enter(time.Minute)
+			assert.Check(t, !missed)
+			entered <- leave
+		}()
+		select {
+		case <-entered:
+			t.Fatal("a writer took the turn before the one ahead of it was killed")
+		case <-time.After(100 * time.Millisecond):
+		}
+		assert.NilError(t, holder.Process.Kill())
+		_ = holder.Wait()
+		leave := <-entered
+		assert.Assert(t, !free(t, dir, path), "the waiter holds its turn")
+		leave()
+		assert.Assert(t, free(t, dir, path))
+	}
 }
 
 // Waiters get their turns in the order they began to wait: Linux queues

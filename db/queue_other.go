@@ -22,4 +22,13 @@ func (*Queue) Close() {}
 func (*Queue) Enter(time.Duration) (func(), bool) { return func() {}, false }
 
 // Deck goes on at once, as Enter.
-func (*Queue) Deck(time.Duration) (func(), bool) { return func() {}, false }
+func (*Queue) Deck(time.Duration) (Place, bool) { return Place{}, false }
+
+// Place is a writer's place in the queue, from Deck.
+type Place struct{}
+
+// Enter goes on at once, as Queue.Enter.
+func (Place) Enter(time.Duration) (func(), bool) { return func() {}, false }
+
+// Leave does nothing.
+func (Place) Leave() {}

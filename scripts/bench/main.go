@@ -1528,8 +1528,9 @@ const limits = `
   100 ms between looks and lets an unlucky waiter miss the lock until it times out. What is left is the
   fair-queue bound: a claim waits behind the other N-1 processes, about N ÷ throughput, so p50 rises
   (nobody is served early at an unlucky waiter's expense) while p99 and max fall. A claim reads its
-  candidates on the queue's deck, one writer before its turn, so that they are at most one write old when
-  the turn comes; read on arrival, a swarm's claims found them taken by every writer queued ahead and
+  candidates on the queue's deck, where two writers wait in ticket order while a third writes, so that
+  they are at most two writes old when the turn comes and the turn need not wait for one writer's read;
+  read on arrival, a swarm's claims found them taken by every writer queued ahead and
   sorted again inside the lock, which cost a 256-process swarm about 40% more CPU per process. The
   256-process targets (p99 ≤ 3 s, ≥ 120 claims/s) were beyond one process per claim on these 2 cores:
   the minimal claim program's own CPU per process in the same swarm (3b's last row) put its limit at
