@@ -378,9 +378,10 @@ func TestRacingProcesses(t *testing.T) {
 }
 
 // Claim processes killed with SIGKILL at random points, while they wait
-// for the writers' queue, hold it or write: the others go on (a killed
-// holder's turn dies with it; with --timeout-ms 60000 a queue left held
-// would stall the drain for minutes), every ready issue is claimed exactly
+// for the writers' queue (on its deck or for the turn), hold it or write:
+// the others go on (a killed writer's seat on the deck and its turn die
+// with it; with --timeout-ms 60000 a queue left held would stall the drain
+// for minutes), every ready issue is claimed exactly
 // once, and each claim is whole: the issue row, its one event and its
 // dirty mark, or nothing.
 func TestKilledWriters(t *testing.T) {
