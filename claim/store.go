@@ -213,10 +213,10 @@ func (s *Store) writeFromDeck(ctx context.Context, doing string, d deck, fn func
 	wait, enter := s.queueWait(), s.queue().Enter
 	if !d.at.IsZero() {
 		wait -= time.Since(d.at)
-		enter = d.place.Enter
-		defer d.place.Leave() // a write that ends before its turn comes
+		enter = d.place.Enter // which leaves the deck once the turn comes
 	}
 	if err := ctx.Err(); err != nil {
+		d.place.Leave() // a write that ends before its turn comes (no-op without a deck)
 		return classify(err, doing)
 	}
 	s.writing.Lock()

@@ -30,8 +30,9 @@ import (
 // lock of its seat byte from its ticket until its turn, comes on the deck
 // once ticket t-2 has left its seat, and waits for the turn once ticket
 // t-1 has. A writer woken late (the machine busy) keeps its place: no
-// newcomer can take its seat or its turn meanwhile, as one could take a
-// seat that was merely free. The writers behind the deck wait without
+// writer that came on the deck after it can take its seat or its turn
+// meanwhile, as one could take a seat that was merely free (writers that
+// go straight to the turn, Enter, still can). The writers behind the deck wait without
 // having read anything, so what a writer read is at most two writes old
 // when its turn comes.
 //

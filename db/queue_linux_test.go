@@ -47,6 +47,25 @@ func freeAt(t *testing.T, dir, path string, at int64) bool {
 	return true
 }
 
+// waiting runs enter(time.Minute) in a goroutine, which must not miss its
+// turn, and returns where its leave comes; the test fails with why when
+// it comes within 100ms (the writer should be waiting).
+func waiting(t *testing.T, enter func(time.Duration) (func(), bool), why string) <-chan func() {
+	t.Helper()
+	entered := make(chan func(), 1)
+	go func() {
+		leave, missed := enter(time.Minute)
+		assert.Check(t, !missed)
+		entered <- leave
+	}()
+	select {
+	case <-entered:
+		t.Fatal(why)
+	case <-time.After(100 * time.Millisecond):
+	}
+	return entered
+}
+
 // eventually waits up to 10s for cond.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -142,17 +161,7 @@ func TestQueueHandsOff(t *testing.T) {
 	leaveFirst, missed := first.Enter(time.Second)
 	assert.Assert(t, !missed)
 	assert.Assert(t, !free(t, dir, path))
-	entered := make(chan func())
-	go func() {
-		leave, missed := second.Enter(time.Minute)
-		assert.Check(t, !missed)
-		entered <- leave
-	}()
-	select {
-	case <-entered:
-		t.Fatal("the second writer entered while the first was in the queue")
-	case <-time.After(100 * time.Millisecond):
-	}
+	entered := waiting(t, second.Enter, "the second writer entered while the first was in the queue")
 	leaveFirst()
 	leaveSecond := <-entered
 	assert.Assert(t, !free(t, dir, path), "the second writer holds its turn")
@@ -442,17 +451,7 @@ func TestQueueKilledHolder(t *testing.T) {
 		} else {
 			assert.Assert(t, !free(t, dir, path))
 		}
-		entered := make(chan func())
-		go func() {
-			leave, missed := enter(time.Minute)
-			assert.Check(t, !missed)
-			entered <- leave
-		}()
-		select {
-		case <-entered:
-			t.Fatal("a writer took the turn before the one ahead of it was killed")
-		case <-time.After(100 * time.Millisecond):
-		}
+		entered := waiting(t, enter, "a writer took the turn before the one ahead of it was killed")
 		assert.NilError(t, holder.Process.Kill())
 		_ = holder.Wait()
 		leave := <-entered
