@@ -234,6 +234,39 @@ func TestCancelledAndClosed(t *testing.T) {
 	assert.ErrorContains(t, err, "could not read the stats")
 }
 
+// cancelling cancels a claim's context once its first statement (the read
+// ahead, on the deck) has run to its end.
+type cancelling struct {
+	db.DBTX
+	cancel context.CancelFunc
+}
+
+func (c cancelling) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	defer c.cancel()
+	return c.DBTX.QueryContext(context.WithoutCancel(ctx), query, args...)
+}
+
+// A claim cancelled after its read ahead, before its turn, claims nothing
+// and leaves its seat on the deck: the writer with the next ticket takes
+// its turn without waiting.
+func TestClaimCancelledOnDeck(t *testing.T) {
+	t.Parallel()
+	s, path := store(t, "0.49.6", Options{})
+	before := claimtest.Snapshot(t, path)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.faults = func(h db.DBTX) db.DBTX { return cancelling{DBTX: h, cancel: cancel} }
+	_, err := s.Claim(ctx, Request{Agent: "a"})
+	assert.Equal(t, ErrorCode(err), EInterrupted)
+	q := db.OpenQueue(db.QueueDir(), path)
+	defer q.Close()
+	p, missed := q.Deck(0)
+	assert.Assert(t, !missed)
+	leave, missed := p.Enter(0)
+	leave()
+	assert.Assert(t, !missed, "the cancelled claim still holds its seat")
+	assert.DeepEqual(t, claimtest.Snapshot(t, path), before)
+}
+
 // An issue in progress without any claim event (bd imported it that way)
 // is held under claim 0: its holder can re-claim it, and --claim-id 0 is
 // no fence.
