@@ -4,7 +4,13 @@
 //
 //	go run ./scripts/bench [-quick] [-runs N] [-bd-runs N] [-write]
 //
-// The table has four parts:
+// -dolt-only runs part 5 alone, -scale-only part 3b alone; -against OLD
+// runs another bd-claim binary (an older commit's) in each 3b shape beside
+// -bin, in the same run, so that a change's effect on a swarm is a ratio:
+//
+//	go run ./scripts/bench -bin .bin/bd-claim -scale-only -against /tmp/bd-claim-old
+//
+// The table has five parts:
 //
 //  1. CLI claim end to end (fork/exec to exit) at 1k, 10k and 100k issues,
 //     interleaved with a Go hello-world process (the floor), `bd update ID
@@ -20,6 +26,8 @@
 //     least- and most-served of 8 agents, 3c).
 //  4. Cost growth with issue count, same-priority worst case, label filters,
 //     and the peak RSS of one claim.
+//  5. Dolt server mode (bd v1.3.0, dolt 2.2.0): one claim process against
+//     bd's own claims at 1k and 10k issues, and 24-process swarms of each.
 //
 // Workspaces are generated once per size with claim.CreateDemo into a temp
 // dir and copied for each scenario. With -write the table also goes to
@@ -61,18 +69,20 @@ import (
 var bdVersion = "v" + beadssql.Versions()[0]
 
 var (
-	quick   = flag.Bool("quick", false, "smoke run: fewer runs, no 100k workspace, a smaller swarm")
-	runs    = flag.Int("runs", 0, "rounds of the interleaved CLI loop (default 200, 30 with -quick)")
-	bdRuns  = flag.Int("bd-runs", 0, "runs of each bd command, spread over the rounds (default 20, 4 with -quick); bd update --claim takes seconds at 10k")
-	claims  = flag.Int("claims", 0, "in-process claims per mode (default 2000, 500 with -quick)")
-	swarmN  = flag.Int("swarm", 0, "ready issues the swarm drains (default 2000, 500 with -quick)")
-	procs   = flag.Int("procs", 48, "concurrent processes in the swarm")
-	binPath = flag.String("bin", ".bin/bd-claim", "the bd-claim binary (go build -o .bin/bd-claim .)")
-	bdPath  = flag.String("bd", ".bin/bd-"+bdVersion, "the real bd (scripts/build-bd.sh "+bdVersion+"); skipped when missing")
-	write   = flag.Bool("write", false, "also write the table to -out")
-	outPath = flag.String("out", "BENCHMARKS.md", "where -write puts the table")
-	keep    = flag.Bool("keep", false, "keep the temp dir with the workspaces")
-	seed    = flag.Uint64("seed", 1, "seed of the generated workspaces")
+	quick     = flag.Bool("quick", false, "smoke run: fewer runs, no 100k workspace, a smaller swarm")
+	runs      = flag.Int("runs", 0, "rounds of the interleaved CLI loop (default 200, 30 with -quick)")
+	bdRuns    = flag.Int("bd-runs", 0, "runs of each bd command, spread over the rounds (default 20, 4 with -quick); bd update --claim takes seconds at 10k")
+	claims    = flag.Int("claims", 0, "in-process claims per mode (default 2000, 500 with -quick)")
+	swarmN    = flag.Int("swarm", 0, "ready issues the swarm drains (default 2000, 500 with -quick)")
+	procs     = flag.Int("procs", 48, "concurrent processes in the swarm")
+	binPath   = flag.String("bin", ".bin/bd-claim", "the bd-claim binary (go build -o .bin/bd-claim .)")
+	bdPath    = flag.String("bd", ".bin/bd-"+bdVersion, "the real bd (scripts/build-bd.sh "+bdVersion+"); skipped when missing")
+	write     = flag.Bool("write", false, "also write the table to -out")
+	outPath   = flag.String("out", "BENCHMARKS.md", "where -write puts the table")
+	keep      = flag.Bool("keep", false, "keep the temp dir with the workspaces")
+	seed      = flag.Uint64("seed", 1, "seed of the generated workspaces")
+	scaleOnly = flag.Bool("scale-only", false, "run only the swarms at scale (3b)")
+	against   = flag.String("against", "", "another bd-claim binary (an older commit's): 3b runs it beside -bin, alternating which goes first, and compares")
 )
 
 // The workspace sizes of the CLI loop.
@@ -96,8 +106,8 @@ func main() {
 	def(bdRuns, 20, 4)
 	def(claims, 2000, 500)
 	def(swarmN, 2000, 500)
-	if *doltOnly && *write {
-		die(errors.New("-dolt-only measures one section: it cannot -write the whole table"))
+	if (*doltOnly || *scaleOnly) && *write {
+		die(errors.New("-dolt-only and -scale-only measure one section: they cannot -write the whole table"))
 	}
 	b := &bench{templates: map[string]*template{}, started: time.Now()}
 	err := b.init()
@@ -127,6 +137,7 @@ func logf(format string, args ...any) {
 type bench struct {
 	tmp       string
 	bin, bd   string // absolute paths; bd is "" when not built
+	against   string // -against's absolute path, or ""
 	hello     string
 	minclaim  string // scripts/bench/minclaim: the least a claim process does
 	devnull   *os.File
@@ -160,6 +171,14 @@ func (b *bench) init() error {
 		return fmt.Errorf("no bd-claim binary at %s: run `go build -o .bin/bd-claim .` (or `make bench`)", b.bin)
 	}
 	warnIfStale(b.bin)
+	if *against != "" {
+		if b.against, err = filepath.Abs(*against); err != nil {
+			return err
+		}
+		if _, err := os.Stat(b.against); err != nil {
+			return fmt.Errorf("-against: %w", err)
+		}
+	}
 	if bd, err := filepath.Abs(*bdPath); err == nil {
 		if _, err := os.Stat(bd); err == nil {
 			b.bd = bd
@@ -231,6 +250,15 @@ func (b *bench) run() error {
 	}
 	if err := b.buildHello(); err != nil {
 		return err
+	}
+	if *scaleOnly {
+		if err := b.generateReady(ctx, "scale", scaleClaims); err != nil {
+			return err
+		}
+		if err := b.scale(); err != nil {
+			return err
+		}
+		return b.print()
 	}
 	if err := b.generate(ctx); err != nil {
 		return err
@@ -1085,46 +1113,27 @@ func (b *bench) scale() error {
 		return perProc, float64(cores) / perProc.Seconds()
 	}
 	var rate256 float64
-	for _, shape := range [][2]int{{48, 20}, {128, 10}, {256, 4}} {
+	for i, shape := range [][2]int{{48, 20}, {128, 10}, {256, 4}} {
 		n, k := shape[0], shape[1]
-		ws, err := b.workspace(fmt.Sprintf("scale-%d", n), t)
-		if err != nil {
-			return err
-		}
-		runs := make([]int, n)
-		res, err := b.swarmRun(n, func(w int) (*exec.Cmd, bool) {
-			if runs[w]++; runs[w] > k {
-				return nil, false
-			}
-			cmd := exec.Command(b.bin, "--agent", fmt.Sprintf("scale-%03d", w), "--quiet")
-			cmd.Dir = ws.dir
-			return cmd, true
-		})
-		if err != nil {
-			return err
-		}
-		seen := map[string]bool{}
-		dups := 0
-		for _, out := range res.claimed {
-			var o struct{ Issue *struct{ ID string } }
-			if err := json.Unmarshal(out, &o); err != nil || o.Issue == nil {
-				return fmt.Errorf("scale: a claim exited 0 but printed %q", out)
-			}
-			if seen[o.Issue.ID] {
-				dups++
-			}
-			seen[o.Issue.ID] = true
-		}
-		inDB, err := ws.countClaimed("scale-%")
-		if err != nil {
-			return err
-		}
-		rate := float64(len(res.claimed)) / res.wall.Seconds()
-		perProc, lim := limit(res)
-		p99, most := pct(res.claimLat, 99), pct(res.claimLat, 100)
-		busy := res.codes[4]
-		others := len(res.lat) - len(res.claimed) - busy
 		name := fmt.Sprintf("%d × %d", n, k)
+		var old *shapeResult
+		if b.against != "" && i%2 == 0 { // the two binaries alternate which runs first
+			if old, err = b.shape(b.against, t, n, k); err != nil {
+				return err
+			}
+		}
+		res, err := b.shape(b.bin, t, n, k)
+		if err != nil {
+			return err
+		}
+		if b.against != "" && old == nil {
+			if old, err = b.shape(b.against, t, n, k); err != nil {
+				return err
+			}
+		}
+		rate := res.rate()
+		perProc, lim := limit(res.swarmResult)
+		p99, most := pct(res.claimLat, 99), pct(res.claimLat, 100)
 		rateTarget, latTarget := "", ""
 		rateOK, latOK := true, true
 		bound := time.Duration(float64(n) / rate * float64(time.Second))
@@ -1142,9 +1151,16 @@ func (b *bench) scale() error {
 			fmt.Sprintf("%.0f%%", 100*rate/lim), rateTarget, verdictIf(rateTarget, rateOK)})
 		b.add(row{sec, name + ": latency of a claim", fmt.Sprintf("p50 %s, p99 %s, max %s", ms(pct(res.claimLat, 50)), ms(p99), ms(most)),
 			fmt.Sprintf("fair-queue bound N ÷ throughput %.1f s", bound.Seconds()), x(float64(p99) / float64(bound)), latTarget, verdictIf(latTarget, latOK)})
-		b.add(row{sec, name + ": busy exits (4), duplicates", fmt.Sprintf("%d busy, %d duplicates", busy, dups),
-			fmt.Sprintf("%d claims printed, %d in the DB, %d other exits", len(res.claimed), inDB, others), "", "0 and 0",
-			verdict(busy == 0 && dups == 0 && others == 0 && inDB == len(res.claimed) && len(res.claimed) == n*k)})
+		b.add(row{sec, name + ": busy exits (4), duplicates", fmt.Sprintf("%d busy, %d duplicates", res.codes[4], res.dups),
+			fmt.Sprintf("%d claims printed, %d in the DB, %d other exits", len(res.claimed), res.inDB, res.others()), "", "0 and 0",
+			verdict(res.codes[4] == 0 && res.whole() && len(res.claimed) == n*k)})
+		if old != nil {
+			oldPerProc, _ := limit(old.swarmResult)
+			b.add(row{sec, fmt.Sprintf("%s, the -against binary %s (run %s)", name, filepath.Base(b.against), map[bool]string{true: "first", false: "second"}[i%2 == 0]),
+				fmt.Sprintf("%.0f claims/s, p50 %s, p99 %s, max %s, %d busy, %d duplicates, %s CPU per process", old.rate(), ms(pct(old.claimLat, 50)),
+					ms(pct(old.claimLat, 99)), ms(pct(old.claimLat, 100)), old.codes[4], old.dups, ms(oldPerProc)),
+				"bd-claim " + name + " above", fmt.Sprintf("bd-claim %.2f× its throughput", rate/old.rate()), "every claim whole", verdict(old.whole())})
+		}
 	}
 	ws, err := b.workspace("scale-minclaim", t)
 	if err != nil {
@@ -1167,6 +1183,57 @@ func (b *bench) scale() error {
 		fmt.Sprintf("its CPU-bound limit %.0f claims/s (%s CPU per process); bd-claim 256 × 4 above", lim, ms(perProc)),
 		fmt.Sprintf("bd-claim %.0f%% of its rate", 100*rate256/rate), "", ""})
 	return nil
+}
+
+// shapeResult is one scale swarm of a binary: the swarm, and what its
+// printed ids and the database say.
+type shapeResult struct {
+	*swarmResult
+	dups, inDB int
+}
+
+func (r *shapeResult) rate() float64 { return float64(len(r.claimed)) / r.wall.Seconds() }
+
+// others counts the exits that are neither a claim nor busy.
+func (r *shapeResult) others() int { return len(r.lat) - len(r.claimed) - r.codes[4] }
+
+// whole says that every claim was whole: no id printed twice, every printed
+// claim in the database, and no exit but claims and busy.
+func (r *shapeResult) whole() bool { return r.dups == 0 && r.others() == 0 && r.inDB == len(r.claimed) }
+
+// shape starts n processes of bin at once on a fresh copy of t, each
+// claiming k times.
+func (b *bench) shape(bin string, t *template, n, k int) (*shapeResult, error) {
+	ws, err := b.workspace(fmt.Sprintf("scale-%d", n), t)
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]int, n)
+	res, err := b.swarmRun(n, func(w int) (*exec.Cmd, bool) {
+		if runs[w]++; runs[w] > k {
+			return nil, false
+		}
+		cmd := exec.Command(bin, "--agent", fmt.Sprintf("scale-%03d", w), "--quiet")
+		cmd.Dir = ws.dir
+		return cmd, true
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &shapeResult{swarmResult: res}
+	seen := map[string]bool{}
+	for _, o := range res.claimed {
+		var v struct{ Issue *struct{ ID string } }
+		if err := json.Unmarshal(o, &v); err != nil || v.Issue == nil {
+			return nil, fmt.Errorf("scale: a claim of %s exited 0 but printed %q", bin, o)
+		}
+		if seen[v.Issue.ID] {
+			out.dups++
+		}
+		seen[v.Issue.ID] = true
+	}
+	out.inDB, err = ws.countClaimed("scale-%")
+	return out, err
 }
 
 // verdictIf is verdict(ok) for a row with a target, "" without one.
@@ -1535,8 +1602,8 @@ const limits = `
   issues the others took; their claims queue on a mutex rather than in SQLite's sleeping busy handler.
 - **Swarm.** The processes share two cores, and each claim process needs its start, schema parse, claim and
   close-time checkpoint: the CPU time per process measured in the 3b swarms bounds claims/s at cores ÷
-  that (about 8 ms, 250 claims/s, on the quiet machine of earlier tables; 30-40 ms in the swarms of the run
-  behind the numbers below, on a machine shared with other builds). bd-claim's writers take turns in a
+  that (about 8 ms, 250 claims/s, on the quiet machine of earlier tables; 30-35 ms in this table's 3b
+  swarms). bd-claim's writers take turns in a
   kernel queue (issue 10; an OFD lock on a lock file outside the workspace, see README): the next waiter is
   woken the moment the lock is free, in arrival order, where SQLite's busy handler sleeps 1, 2, 5 ... up to
   100 ms between looks and lets an unlucky waiter miss the lock until it times out. What is left is the
@@ -1546,10 +1613,16 @@ const limits = `
   they are at most two writes old when the turn comes and the turn need not wait for one writer's read;
   read on arrival, a swarm's claims found them taken by every writer queued ahead and
   sorted again inside the lock, which cost a 256-process swarm about 40% more CPU per process. The
-  256-process targets (p99 ≤ 3 s, ≥ 120 claims/s) were beyond one process per claim on these 2 cores:
-  the minimal claim program's own CPU per process in the same swarm (3b's last row) put its limit at
-  107-113 claims/s in the runs of 2026-11-23, and it reached 83-90. Retrying in Go every 1-8 ms instead of the busy handler was tried and reverted: 82 claims/s,
-  p50 379 ms and one process timed out after 5 s, the polling itself starving the two cores.
+  256-process targets (p99 ≤ 3 s, ≥ 120 claims/s) are beyond one process per claim on these 2 cores: the
+  minimal claim program's own CPU per process in the same swarm (3b's last row) puts even its limit below
+  120 (96 claims/s in this table, 107-113 in earlier runs of 2026-11-23), and it reaches 75-90% of it.
+  Section 3's swarm makes fewer claims/s than 3b's 48 × 20 because it drains its workspace (all 2,000
+  ready issues) with bd's writes beside it: its later claims sort the larger priority groups and check the
+  lease of every held issue more urgent than the first claimable open one, and bd's processes take CPU and
+  SQLite's write lock. On one copy of a 3,000-issue workspace, same session: 48 × 20 (960 claims) 62
+  claims/s at 28.5 ms of CPU per process, 48 × 42 (2,016 claims) 48.5 claims/s at 36.7 ms. Retrying in Go
+  every 1-8 ms instead of the busy handler was tried and reverted: 82 claims/s, p50 379 ms and one process
+  timed out after 5 s, the polling itself starving the two cores.
 - **Writers' queue (issue 10).** Against the binary before it (f110ce5), same workspace of 3,000 issues,
   runs alternating, on the shared machine: 256 processes × 4 claims 28-29 vs 19-21 claims/s, 16-30 vs
   199-216 busy exits of 1,024, p99 13-15 s either way (the fair-queue bound at that rate is about 9 s, and
