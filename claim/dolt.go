@@ -95,7 +95,7 @@ func (s *Store) doltCheck(ctx context.Context) error {
 func doltFlavor() flavor {
 	return flavor{
 		version: Version{1, 3, 0}, dolt: true, claimEvent: "claimed", eventTime: doltTime,
-		dependsOn: "depends_on_issue_id", history: doltHistory, source: doltSource, sourceOf: doltSourceOf, labels: doltLabels,
+		under: doltUnder, history: doltHistory, source: doltSource, sourceOf: doltSourceOf, labels: doltLabels,
 		notBlocked:   rule{"blocked", "it is blocked by an open dependency (is_blocked)", sq.Expr("i.is_blocked = 0")},
 		leaseExpired: doltLeaseExpired,
 		ready: []rule{
@@ -104,6 +104,27 @@ func doltFlavor() flavor {
 		},
 		excludedTypes: []string{"merge-request", "gate", "molecule", "rig", "agent", "role", "message"},
 	}
+}
+
+// doltUnder is bd ready --parent of bd v1.3.0 (GetDescendantIDsInTx and
+// BuildReadyWorkWhere, filterReadyWispsInTx for wisps): the descendants of
+// root through the parent-child edges of issues and of wisps, to an issue,
+// a wisp or an external parent; and the rows whose id is root's dotted
+// child (root.N) without a parent edge of their own, which bd looks up in
+// dependencies for an issue and in both tables for a wisp.
+func doltUnder(root string) sq.Sqlizer {
+	return sq.Expr(`(i.id IN (
+	WITH RECURSIVE parent_edges(child, parent) AS (
+		SELECT issue_id, COALESCE(depends_on_issue_id, depends_on_wisp_id, depends_on_external) FROM dependencies WHERE type = 'parent-child'
+		UNION ALL
+		SELECT issue_id, COALESCE(depends_on_issue_id, depends_on_wisp_id, depends_on_external) FROM wisp_dependencies WHERE type = 'parent-child'),
+	descendants(id) AS (
+		SELECT child FROM parent_edges WHERE parent = ?
+		UNION
+		SELECT e.child FROM parent_edges e JOIN descendants d ON e.parent = d.id)
+	SELECT id FROM descendants WHERE id <> ?)
+	OR (i.id LIKE CONCAT(?, '.%') AND i.id NOT IN (SELECT issue_id FROM dependencies WHERE type = 'parent-child')
+		AND (i.id IN (SELECT id FROM issues) OR i.id NOT IN (SELECT issue_id FROM wisp_dependencies WHERE type = 'parent-child'))))`, root, root, root)
 }
 
 // doltSource is every issue and wisp of a Dolt workspace, with the
@@ -192,8 +213,9 @@ func (t *txn) doltClaim(st dolt.IssueClaimStateRow) claimEvent {
 	return c
 }
 
-// doltHeld lists every in_progress issue with its claim, by holder then
-// id, in the transaction's snapshot (one statement).
+// doltHeld lists every in_progress issue and wisp with its claim, by
+// holder then id, in the transaction's snapshot (one statement). A wisp's
+// claim has no lease; its time is that of its claimed event.
 func (t *txn) doltHeld() ([]claimEvent, error) {
 	raw, err := t.dq.IssueInProgressClaims(t.ctx, t.conn)
 	if err != nil {
@@ -206,12 +228,21 @@ func (t *txn) doltHeld() ([]claimEvent, error) {
 		LeaseExpiresAt       *time.Time `json:"lease_expires_at"`
 		HeartbeatAt          *time.Time `json:"heartbeat_at"`
 		GrantedAt            *time.Time `json:"granted_at"`
+		Wisp                 bool
+		ClaimedAt            *time.Time `json:"claimed_at"`
 	}
 	if err := json.Unmarshal(raw, &rows); err != nil {
 		return nil, fmt.Errorf("the claims of the in_progress issues: %w", err)
 	}
 	out := make([]claimEvent, len(rows))
 	for i, r := range rows {
+		if r.Wisp {
+			out[i] = claimEvent{IssueID: r.ID, Status: r.Status, Holder: r.Assignee, ID: claimIDOf(r.RowLock), wisp: true}
+			if r.ClaimedAt != nil {
+				out[i].At = r.ClaimedAt.UTC().Format(doltTime)
+			}
+			continue
+		}
 		st := dolt.IssueClaimStateRow{ID: r.ID, Status: r.Status, Assignee: r.Assignee, RowLock: r.RowLock}
 		if r.Holder != nil {
 			st.Holder = sql.NullString{String: *r.Holder, Valid: true}

@@ -379,7 +379,7 @@ func TestDoltGuards(t *testing.T) {
 	assert.DeepEqual(t, claimtest.DoltRows(t, conn), before)
 
 	s.faults = func(h db.DBTX) db.DBTX {
-		return rewriting{DBTX: h, from: "JSON_ARRAYAGG(JSON_OBJECT(", to: "JSON_OBJECT('not', JSON_OBJECT("}
+		return rewriting{DBTX: h, from: "JSON_ARRAYAGG(c.claim)", to: "JSON_OBJECT('not', JSON_ARRAYAGG(c.claim))"}
 	}
 	_, err = s.Stats(ctx)
 	assert.ErrorContains(t, err, "the claims of the in_progress issues: json: cannot unmarshal object")

@@ -172,21 +172,81 @@ func TestDoltReadyParity(t *testing.T) {
 	// the dry run's issue is claimed by --id, then all are released.
 	for _, sort := range []claim.Sort{claim.SortPriority, claim.SortOldest, claim.SortHybrid} {
 		want := readyIDs(t, w, "-u", "-s", string(sort))
-		var got []string
-		for len(got) <= len(all) {
-			res, err := s.Claim(ctx, claim.Request{Agent: agent, DryRun: true, Filters: claim.Filters{Sort: sort}})
-			assert.NilError(t, err)
-			if res.Issue == nil {
-				break
-			}
-			got = append(got, res.Issue.ID)
-			mustClaim(t, s, claim.Request{Agent: agent, ID: res.Issue.ID})
-		}
-		assert.Check(t, is.DeepEqual(got, want), "sort %s", sort)
-		for _, id := range got {
-			_, err := s.Release(ctx, claim.ReleaseRequest{Agent: agent, ID: id})
-			assert.NilError(t, err)
-		}
+		assert.Check(t, is.DeepEqual(claimOrder(t, s, agent, claim.Filters{Sort: sort}, len(all)), want), "sort %s", sort)
 		assert.Check(t, is.DeepEqual(readyIDs(t, w, "-u", "-s", string(sort)), want), "the releases gave back bd ready's list")
 	}
+}
+
+// claimOrder is the order in which agent's claim-next with filters takes
+// the issues, up to most: the dry run's issue is claimed by --id, one
+// after the other until none is left; then all are released.
+func claimOrder(t *testing.T, s *claim.Store, agent string, f claim.Filters, most int) []string {
+	t.Helper()
+	ctx := context.Background()
+	got := []string{}
+	for len(got) <= most {
+		res, err := s.Claim(ctx, claim.Request{Agent: agent, DryRun: true, Filters: f})
+		assert.NilError(t, err)
+		if res.Issue == nil {
+			break
+		}
+		got = append(got, res.Issue.ID)
+		mustClaim(t, s, claim.Request{Agent: agent, ID: res.Issue.ID})
+	}
+	for _, id := range got {
+		_, err := s.Release(ctx, claim.ReleaseRequest{Agent: agent, ID: id})
+		assert.NilError(t, err)
+	}
+	return got
+}
+
+// --parent on a Dolt workspace is bd ready --parent v1.3.0's: the
+// descendants through the parent-child edges of issues and of wisps (an
+// issue under a --no-history wisp under the epic included), and the
+// epic's dotted children (E.N) that have no parent edge of their own: not
+// a dotted child whose edge leads elsewhere (bd looks an issue's edge up
+// in dependencies, a wisp's in both tables), nor a dotted grandchild. The
+// real bd builds the tree; its edges are then cut or moved by hand, as an
+// import or bd dep remove would leave them.
+func TestDoltParentParity(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "pp")
+	creator := w.As("creator")
+	create := func(args ...string) string {
+		var out struct{ ID string }
+		creator.JSON(&out, append([]string{"create"}, args...)...)
+		return out.ID
+	}
+	epic := create("epic", "-t", "epic", "-p", "1")
+	child := create("child", "--parent", epic, "-p", "2")
+	grandchild := create("grandchild", "--parent", child, "-p", "0")
+	wisp := create("wisp child", "--no-history", "--parent", epic, "-p", "3")
+	underWisp := create("under the wisp", "--parent", wisp, "-p", "1")
+	wisp2 := create("second wisp child", "--no-history", "--parent", epic, "-p", "4")
+	other := create("other epic", "-t", "epic")
+	otherChild := create("child of the other epic", "--parent", other)
+	create("unrelated")
+	s := doltStore(t, w, claim.Options{})
+	const agent = "parent-agent"
+	check := func(root string, want ...string) {
+		t.Helper()
+		listed := readyIDs(t, w, "-u", "--parent", root)
+		assert.Check(t, is.DeepEqual(listed, append([]string{}, want...)), "bd ready --parent %s", root)
+		assert.Check(t, is.DeepEqual(claimOrder(t, s, agent, claim.Filters{Parent: root}, 10), listed), "--parent %s", root)
+	}
+	check(epic, grandchild, underWisp, child, wisp, wisp2)
+	check(wisp, underWisp)
+	check(grandchild)
+
+	conn := w.DB(t)
+	for _, q := range []string{
+		"DELETE FROM dependencies WHERE issue_id = '" + child + "'",
+		"DELETE FROM wisp_dependencies WHERE issue_id = '" + wisp2 + "'",
+		"UPDATE wisp_dependencies SET depends_on_issue_id = '" + other + "' WHERE issue_id = '" + wisp + "'",
+	} {
+		_, err := conn.Exec(q)
+		assert.NilError(t, err, q)
+	}
+	check(epic, child, wisp2)
+	check(child, grandchild)
+	check(other, underWisp, otherChild, wisp) // the wisp moved, with the issue under it
 }

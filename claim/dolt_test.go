@@ -2,6 +2,7 @@ package claim_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -195,6 +196,38 @@ func TestDoltLifecycle(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, st.LastHour.Reclaims, 3)
 	assert.Equal(t, st.Ready, 2)
+}
+
+// stats lists the held wisps with the held issues, under their holders:
+// bd-claim's wisp claims and bd's, with the time of the claim and no lease,
+// as many as --max-held counts; reap leaves them alone.
+func TestDoltStatsListsHeldWisps(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "sw")
+	issue := bdCreate(t, w, "an issue", "-p", "1")
+	wisp := bdCreate(t, w, "a wisp", "--no-history", "-p", "2")
+	theirs := bdCreate(t, w, "bd's wisp", "--no-history", "-p", "3")
+	s := doltStore(t, w, claim.Options{})
+	ctx := context.Background()
+	for _, id := range []string{issue, wisp} {
+		mustClaim(t, s, claim.Request{Agent: "agent-a", ID: id})
+	}
+	w.As("agent-b").OK("update", theirs, "--claim")
+	st, err := s.Stats(ctx)
+	assert.NilError(t, err)
+	var got []string
+	for _, a := range st.InProgress {
+		for _, h := range a.Issues {
+			assert.Assert(t, h.ClaimedAt != nil && h.ClaimID > 0, "%s: %+v", h.ID, h)
+			got = append(got, fmt.Sprintf("%s %s lease:%t", a.Agent, h.ID, h.LeaseUntil != nil))
+		}
+	}
+	assert.DeepEqual(t, got, []string{"agent-a " + issue + " lease:true", "agent-a " + wisp + " lease:false", "agent-b " + theirs + " lease:false"})
+	res, err := s.Claim(ctx, claim.Request{Agent: "agent-a", MaxHeld: 2})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue == nil, "--max-held 2 counts the two that stats lists: %+v", res.Issue)
+	reaped, err := s.Reap(ctx, "reaper", true)
+	assert.NilError(t, err)
+	assert.Equal(t, len(reaped), 0)
 }
 
 // A waiting claim on a Dolt workspace is woken by another Store's commit

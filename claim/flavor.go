@@ -26,7 +26,7 @@ import (
 type flavor struct {
 	version    Version
 	dolt       bool                             // a Dolt server workspace (bd v1.3.x): MySQL's dialect, bd's leases table, row_lock fencing
-	dependsOn  string                           // the dependencies column that names the blocker or parent
+	under      func(root string) sq.Sqlizer     // true for a row i that bd ready --parent root lists
 	source     string                           // the rows readiness ranges over, aliased i: issues (and, on Dolt, bd's wisps)
 	sourceOf   func(id string) sq.SelectBuilder // source narrowed to one id, where the server would not narrow it (nil: a WHERE on i.id does)
 	labels     string                           // the labels of those rows (issue_id, label)
@@ -130,11 +130,23 @@ func detectFlavor(ctx context.Context, conn db.DBTX) (flavor, error) {
 	return sqliteFlavor(v, tables["issues"], set.ExcludeIDPatterns), nil
 }
 
+// sqliteUnder is bd ready --parent of bd v0.27-v0.50: the descendants of
+// root through parent-child edges.
+func sqliteUnder(root string) sq.Sqlizer {
+	return sq.Expr(`i.id IN (
+	WITH RECURSIVE descendants(id) AS (
+		SELECT issue_id FROM dependencies WHERE type = 'parent-child' AND depends_on_id = ?
+		UNION
+		SELECT d.issue_id FROM dependencies d JOIN descendants ON d.depends_on_id = descendants.id
+		WHERE d.type = 'parent-child')
+	SELECT id FROM descendants)`, root)
+}
+
 // sqliteFlavor is the flavor of a SQLite workspace last written by bd v,
 // whose issues table has columns, with bd ready's configured id exclusions.
 func sqliteFlavor(v Version, columns map[string]bool, idPatterns string) flavor {
 	f := flavor{
-		version: v, columns: columns, dependsOn: "depends_on_id", source: "issues i", labels: "labels",
+		version: v, columns: columns, under: sqliteUnder, source: "issues i", labels: "labels",
 		hash: modernHash, payload: modernJSON, claimEvent: "status_changed",
 		eventTime: sqliteTime, rowTime: rowTime, history: sqliteHistory,
 		notBlocked: rule{"blocked", "it is blocked by an open dependency (blocked_issues_cache)",

@@ -64,13 +64,7 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 		add("type", "its type is not in --type", sq.Eq{"i.issue_type": f.Types})
 	}
 	if f.Parent != "" {
-		add("parent", fmt.Sprintf("it is not a descendant of %s", f.Parent), sq.Expr(`i.id IN (
-	WITH RECURSIVE descendants(id) AS (
-		SELECT issue_id FROM dependencies WHERE type = 'parent-child' AND `+fl.dependsOn+` = ?
-		UNION
-		SELECT d.issue_id FROM dependencies d JOIN descendants ON d.`+fl.dependsOn+` = descendants.id
-		WHERE d.type = 'parent-child')
-	SELECT id FROM descendants)`, f.Parent))
+		add("parent", fmt.Sprintf("it is not a descendant of %s", f.Parent), fl.under(f.Parent))
 	}
 	spec.order, spec.args = fl.order(f.Sort, nowText)
 	return spec

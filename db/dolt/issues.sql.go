@@ -126,20 +126,30 @@ func (q *Queries) IssueHeldCount(ctx context.Context, db DBTX, arg IssueHeldCoun
 }
 
 const issueInProgressClaims = `-- name: IssueInProgressClaims :one
-SELECT CAST(COALESCE(JSON_ARRAYAGG(JSON_OBJECT(
-         'id', i.id, 'status', i.status, 'assignee', COALESCE(i.assignee, ''), 'row_lock', CAST(i.row_lock AS CHAR),
-         'holder', l.holder,
-         'lease_expires_at', DATE_FORMAT(l.lease_expires_at, '%Y-%m-%dT%H:%i:%sZ'),
-         'heartbeat_at', DATE_FORMAT(l.heartbeat_at, '%Y-%m-%dT%H:%i:%sZ'),
-         'granted_at', DATE_FORMAT(l.granted_at, '%Y-%m-%dT%H:%i:%sZ'))), '[]') AS JSON) AS claims
-FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
-WHERE i.status = 'in_progress'
+SELECT CAST(COALESCE(JSON_ARRAYAGG(c.claim), '[]') AS JSON) AS claims FROM (
+  SELECT JSON_OBJECT(
+           'id', i.id, 'status', i.status, 'assignee', COALESCE(i.assignee, ''), 'row_lock', CAST(i.row_lock AS CHAR),
+           'holder', l.holder,
+           'lease_expires_at', DATE_FORMAT(l.lease_expires_at, '%Y-%m-%dT%H:%i:%sZ'),
+           'heartbeat_at', DATE_FORMAT(l.heartbeat_at, '%Y-%m-%dT%H:%i:%sZ'),
+           'granted_at', DATE_FORMAT(l.granted_at, '%Y-%m-%dT%H:%i:%sZ')) AS claim
+  FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
+  WHERE i.status = 'in_progress'
+  UNION ALL
+  SELECT JSON_OBJECT(
+           'id', w.id, 'status', w.status, 'assignee', COALESCE(w.assignee, ''), 'row_lock', CAST(w.row_lock AS CHAR),
+           'wisp', TRUE,
+           'claimed_at', DATE_FORMAT((SELECT max(e.created_at) FROM wisp_events e WHERE e.issue_id = w.id AND e.event_type = 'claimed'),
+                                     '%Y-%m-%dT%H:%i:%sZ')) AS claim
+  FROM wisps w
+  WHERE w.status = 'in_progress') c
 `
 
-// IssueInProgressClaims is IssueClaimState of every in_progress issue, as
-// one JSON array (idx_issues_status_updated_at): row_lock as a string (a
-// JSON number loses a 64-bit integer's last digits) and the lease's times
-// as RFC 3339 (they are UTC).
+// IssueInProgressClaims is IssueClaimState of every in_progress issue and
+// wisp, as one JSON array (idx_issues_status_updated_at): row_lock as a
+// string (a JSON number loses a 64-bit integer's last digits) and the
+// lease's times as RFC 3339 (they are UTC). A wisp has no lease: its
+// claimed_at is the time of its last claimed event in wisp_events.
 func (q *Queries) IssueInProgressClaims(ctx context.Context, db DBTX) (json.RawMessage, error) {
 	row := db.QueryRowContext(ctx, issueInProgressClaims)
 	var claims json.RawMessage
