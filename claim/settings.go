@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +23,10 @@ type Settings struct {
 	Policy
 	Lease   time.Duration // lease of a claim; 0 = none (the claim holds until released)
 	MaxHeld int           // in_progress issues an agent may hold; 0 = no limit
+	// DirectoryLabels is bd's directory.labels of config.yaml (directory
+	// pattern: label), which bd ready applies by the directory it runs in
+	// (see DirectoryLabel).
+	DirectoryLabels map[string]string
 }
 
 // DefaultSettings are the settings before any source applies.
@@ -213,7 +219,34 @@ func (s *Settings) loadConfig(path string) error {
 			return err
 		}
 	}
+	// bd reads directory.labels as a map of strings, nested or written
+	// directory.labels; anything else is no labels to bd, and so here.
+	labels, _ := doc["directory.labels"].(map[string]any)
+	if dir, ok := doc["directory"].(map[string]any); ok && labels == nil {
+		labels, _ = dir["labels"].(map[string]any)
+	}
+	for pattern, label := range labels {
+		if s.DirectoryLabels == nil {
+			s.DirectoryLabels = map[string]string{}
+		}
+		s.DirectoryLabels[pattern] = fmt.Sprint(label)
+	}
 	return nil
+}
+
+// DirectoryLabel is the label that bd ready, run in dir without a label
+// flag, scopes its list to (config directory.labels, bd's
+// GetDirectoryLabels): that of a pattern dir ends with, or that names one
+// of dir's directories; "" when none does. bd takes whichever matching
+// pattern its map yields first; this takes the first in sorted order.
+func (s Settings) DirectoryLabel(dir string) string {
+	for _, pattern := range slices.Sorted(maps.Keys(s.DirectoryLabels)) {
+		if strings.HasSuffix(dir, pattern) || strings.HasSuffix(dir, filepath.Clean(pattern)) ||
+			strings.Contains(dir, "/"+pattern+"/") || strings.Contains(dir, "/"+pattern) {
+			return s.DirectoryLabels[pattern]
+		}
+	}
+	return ""
 }
 
 // parseDuration parses a Go duration ("90s", "5m", "1h30m"; a bare "0" is

@@ -66,6 +66,37 @@ claim.backoff-max: 2h
 	assert.Equal(t, s.Lease, time.Duration(0), "an empty key keeps the default")
 }
 
+// directory.labels (bd's, nested or written directory.labels) names the
+// label of the directories that end with a pattern or lie under one, the
+// first pattern in sorted order when several match; a value that is not a
+// mapping is no labels, as to bd.
+func TestDirectoryLabel(t *testing.T) {
+	t.Parallel()
+	for yaml, want := range map[string]map[string]string{
+		"directory:\n  labels:\n    packages/maverick: maverick\n    packages: all\n": {
+			"/r/packages/maverick":       "all",
+			"/r/packages/maverick/src/x": "all",
+			"/r/packages":                "all",
+			"/r/other":                   "",
+		},
+		"directory.labels:\n  svc/api/: api\n  web: 7\n": {
+			"/r/svc/api":     "api",
+			"/r/svc/api/cmd": "api",
+			"/r/web":         "7",
+			"/r/webapp":      "7", // bd's match: "/web" is in "/r/webapp"
+			"/r/svc":         "",
+		},
+		"directory: 3\n":              {"/r/x": ""},
+		"directory:\n  labels: [a]\n": {"/r/a": ""},
+	} {
+		s, err := claim.LoadSettings(writeConfig(t, yaml), func(string) string { return "" })
+		assert.NilError(t, err, yaml)
+		for dir, label := range want {
+			assert.Equal(t, s.DirectoryLabel(dir), label, "%s in %q", dir, yaml)
+		}
+	}
+}
+
 func TestSettingsErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ yaml, env, val, msg string }{

@@ -43,6 +43,45 @@ func TestBdEnvironment(t *testing.T) {
 	}
 }
 
+// bd ready run in a directory that config.yaml's directory.labels names
+// lists only that label's issues (bd's directory scoping); a claim-next run
+// there (or given it as --workspace) takes from the same list and says so
+// in its filters. --label, --id and the workspace's root are not scoped.
+func TestDirectoryLabelsAsBdReady(t *testing.T) {
+	for _, version := range bdVersions {
+		t.Run(version, func(t *testing.T) {
+			bd := bdWorkspace(t, version)
+			mav := bd.create("maverick work", "-p", "2", "-l", "maverick")
+			api := bd.create("api work", "-p", "1", "-l", "api")
+			bd.create("plain work", "-p", "0")
+			cfg := filepath.Join(bd.dir, ".beads", "config.yaml")
+			old, err := os.ReadFile(cfg)
+			assert.NilError(t, err)
+			assert.NilError(t, os.WriteFile(cfg, append(old, "\ndirectory:\n  labels:\n    packages/maverick: maverick\n"...), 0o644))
+			sub := filepath.Join(bd.dir, "packages", "maverick", "src")
+			assert.NilError(t, os.MkdirAll(sub, 0o755))
+			inSub := *bd
+			inSub.dir = sub
+			listed := inSub.ready()
+			assert.Assert(t, len(listed) == 1 && listed[0].ID == mav, "bd ready in %s: %+v", sub, listed)
+
+			out := bdc(t, sub, 0, "--agent", "a", "--dry-run", "--explain")
+			assert.Check(t, is.Equal(out.Issue.ID, mav))
+			assert.Check(t, is.DeepEqual(out.Filters.IncludeLabels, []string{"maverick"}))
+			assert.Check(t, is.Equal(out.Explain.Claimable, 1))
+			assert.Check(t, is.Equal(bdc(t, bd.dir, 0, "--agent", "a", "--dry-run", "--workspace", sub).Issue.ID, mav))
+			assert.Check(t, is.Equal(bdc(t, sub, 0, "--agent", "a", "--dry-run", "--label", "api").Issue.ID, api))
+			assert.Check(t, is.Equal(bdc(t, sub, 0, "--agent", "a", "--dry-run", "--id", api).Issue.ID, api))
+			assert.Check(t, is.Equal(bdc(t, bd.dir, 0, "--agent", "a", "--dry-run").Issue.ID, bd.ready()[0].ID))
+			// The MCP server's claims are scoped by the server's directory.
+			for i, s := range []*server{serve(t, sub, "m", "--quiet"), serve(t, bd.dir, "m", "--quiet", "--workspace", sub)} {
+				assert.Check(t, is.Equal(s.callOK(t, "claim", map[string]any{"dry_run": true}).Issue.ID, mav), "server %d", i)
+			}
+			assert.Check(t, is.Equal(serve(t, bd.dir, "m", "--quiet").callOK(t, "claim", map[string]any{"dry_run": true}).Issue.ID, bd.ready()[0].ID))
+		})
+	}
+}
+
 func TestBdSeesClaim(t *testing.T) {
 	tests := []struct {
 		version              string

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -133,7 +134,7 @@ func settingFlags(fs *pflag.FlagSet, o *options, names ...string) {
 var policyNames = []string{"backoff-initial", "backoff-multiplier", "backoff-max", "max-failures", "abandoned-label"}
 
 func claimFlagSet(fs *pflag.FlagSet, o *options) {
-	fs.StringArrayVar(&o.req.Filters.IncludeLabels, "label", nil, "only issues with this label (repeatable: all of them)")
+	fs.StringArrayVar(&o.req.Filters.IncludeLabels, "label", nil, "only issues with this label (repeatable: all of them; default: config directory.labels for the directory, as bd ready)")
 	fs.StringArrayVar(&o.req.Filters.ExcludeLabels, "exclude-label", nil, "skip issues with this label (repeatable: any of them)")
 	fs.StringVar(&o.minPriority, "min-priority", "", "only issues at least this urgent: 0-4, P0-P4 or critical|high|medium|low|backlog")
 	fs.BoolVar(&o.req.Filters.OnlyUnassigned, "only-unassigned", false, "skip open issues already assigned to this agent")
@@ -187,6 +188,14 @@ func doClaim(ctx context.Context, s *claim.Store, o *options, out output, log *s
 		req.Lease = o.cfg.Lease
 	}
 	req.MaxHeld = o.cfg.MaxHeld
+	// Without --label, a claim-next takes what bd ready would list in the
+	// agent's directory (--workspace, else the working directory): bd's
+	// directory.labels scoping.
+	if dir, err := filepath.Abs(o.workspace); err == nil && req.ID == "" && len(req.Filters.IncludeLabels) == 0 {
+		if l := o.cfg.DirectoryLabel(dir); l != "" {
+			req.Filters.IncludeLabels = []string{l}
+		}
+	}
 	filters := slog.Any("filters", req.Filters)
 	if req.Wait > 0 {
 		log.Debug("issue_claim_waiting", "agent", req.Agent, filters, "wait", req.Wait.String())

@@ -47,6 +47,7 @@ type result struct {
 		LabelRemoved bool `json:"label_removed"`
 	} `json:"reset"`
 	Explain *claim.Explanation `json:"explain"`
+	Filters claim.Filters      `json:"filters"`
 	Reaped  []claim.Expired    `json:"reaped"`
 	Error   *struct {
 		Code          claim.Code `json:"code"`

@@ -388,3 +388,31 @@ func bdRace(t *testing.T, srv *claimtest.DoltServer, prefix string, bds, claimer
 	}
 	return claims, gaveUp
 }
+
+// Directory scoping on a Dolt workspace is bd v1.3.0's too: in a directory
+// that config.yaml's directory.labels names, bd ready lists that label's
+// issues only, and a claim-next there takes from the same list.
+func TestDoltDirectoryLabelsAsBdReady(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "dl")
+	create := func(title string, flags ...string) string {
+		var out struct{ ID string }
+		w.JSON(&out, append([]string{"create", title}, flags...)...)
+		return out.ID
+	}
+	mav := create("maverick work", "-p", "2", "-l", "maverick")
+	create("plain work", "-p", "0")
+	cfg := filepath.Join(w.Dir, ".beads", "config.yaml")
+	old, err := os.ReadFile(cfg)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(cfg, append(old, "\ndirectory:\n  labels:\n    packages/maverick: maverick\n"...), 0o644))
+	sub := filepath.Join(w.Dir, "packages", "maverick")
+	assert.NilError(t, os.MkdirAll(sub, 0o755))
+	r := icmd.RunCmd(icmd.Command(claimtest.BdDoltBin(), "ready", "--json"), icmd.Dir(sub), icmd.WithEnv(w.Env...))
+	r.Assert(t, icmd.Success)
+	var listed []struct{ ID string }
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout()), &listed), r.Combined())
+	assert.Assert(t, len(listed) == 1 && listed[0].ID == mav, "bd ready in %s: %v", sub, listed)
+	r = run(t, sub, w.Env, "--agent", "a", "--dry-run", "--quiet")
+	r.Assert(t, icmd.Success)
+	assert.Assert(t, strings.Contains(r.Stdout(), `"id":"`+mav+`"`) && strings.Contains(r.Stdout(), `"include_labels":["maverick"]`), r.Stdout())
+}
