@@ -3,6 +3,7 @@ package claim_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -221,7 +222,9 @@ func TestDoltStatsListsHeldWisps(t *testing.T) {
 			got = append(got, fmt.Sprintf("%s %s lease:%t", a.Agent, h.ID, h.LeaseUntil != nil))
 		}
 	}
-	assert.DeepEqual(t, got, []string{"agent-a " + issue + " lease:true", "agent-a " + wisp + " lease:false", "agent-b " + theirs + " lease:false"})
+	want := []string{"agent-a " + issue + " lease:true", "agent-a " + wisp + " lease:false", "agent-b " + theirs + " lease:false"}
+	slices.Sort(want) // by agent, then id
+	assert.DeepEqual(t, got, want)
 	res, err := s.Claim(ctx, claim.Request{Agent: "agent-a", MaxHeld: 2})
 	assert.NilError(t, err)
 	assert.Assert(t, res.Issue == nil, "--max-held 2 counts the two that stats lists: %+v", res.Issue)
