@@ -49,12 +49,16 @@ func (b *bench) dolt() error {
 	}
 	defer srv.Stop()
 	d := &doltBench{b: b, srv: srv}
+	floorBin := filepath.Join(b.tmp, "doltfloor")
+	if out, err := exec.Command("go", "build", "-o", floorBin, "./scripts/bench/doltfloor").CombinedOutput(); err != nil {
+		return fmt.Errorf("build the minimal Dolt claim program: %v\n%s", err, out)
+	}
 	for _, n := range []int{sizeSmall, sizeMid} {
 		ws, err := d.workspace(fmt.Sprintf("s%d", n/1000), n)
 		if err != nil {
 			return err
 		}
-		var mine, update, ready []time.Duration
+		var mine, floor, update, ready []time.Duration
 		for i := range *doltRuns {
 			agent := fmt.Sprintf("bench-%d", i)
 			t, out, err := ws.run(b.bin, agent, "--agent", agent, "--quiet")
@@ -62,6 +66,10 @@ func (b *bench) dolt() error {
 				return fmt.Errorf("bd-claim: %v: %s", err, out)
 			}
 			mine = append(mine, t)
+			if t, out, err = ws.run(floorBin, agent, ws.dsn, agent+"-floor"); err != nil {
+				return fmt.Errorf("doltfloor: %v: %s", err, out)
+			}
+			floor = append(floor, t)
 			id := ws.ids[len(ws.ids)-1-i] // one bd-claim's priority order does not reach soon
 			if t, out, err = ws.run(claimtest.BdDoltBin(), agent, "update", id, "--claim", "--json"); err != nil {
 				return fmt.Errorf("bd update --claim: %v: %s", err, out)
@@ -77,6 +85,10 @@ func (b *bench) dolt() error {
 			"`bd ready --claim` " + ms(median(ready)) + "; `bd update --claim` " + ms(median(update)),
 			x(float64(median(ready))/float64(m)) + " faster than `bd ready --claim`", "≥ 10×",
 			verdict(float64(median(ready)) >= 10*float64(m))})
+		budget := median(ready) / 10
+		b.add(row{sec, fmt.Sprintf("minimal Dolt claim program (scripts/bench/doltfloor: bd's writes, none of bd ready's rules), %s issues (median of %d, interleaved)", sizeName(n), *doltRuns),
+			ms(median(floor)), fmt.Sprintf("the 10× target's budget, `bd ready --claim` ÷ 10: %s; bd-claim %s", ms(budget), ms(m)),
+			x(float64(median(floor))/float64(budget)) + " the budget; bd-claim " + x(float64(m)/float64(median(floor))) + " the floor", "", ""})
 	}
 	mine, err := d.swarm("sw1", func(ws *doltWorkspace, w int) ([]string, bool, error) {
 		agent := fmt.Sprintf("swarm-%02d", w)
@@ -124,6 +136,7 @@ type doltBench struct {
 // with n open issues.
 type doltWorkspace struct {
 	dir string
+	dsn string // its database on the bench's server
 	env []string
 	ids []string // by priority, then age
 }
@@ -147,7 +160,8 @@ func (d *doltBench) workspace(prefix string, n int) (*doltWorkspace, error) {
 	if err := os.WriteFile(filepath.Join(dir, ".beads", "dolt-server.port"), []byte(strconv.Itoa(d.srv.Port)), 0o644); err != nil {
 		return nil, err
 	}
-	conn, err := sql.Open("mysql", d.srv.DSN(prefix))
+	ws.dsn = d.srv.DSN(prefix)
+	conn, err := sql.Open("mysql", ws.dsn)
 	if err != nil {
 		return nil, err
 	}

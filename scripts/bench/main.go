@@ -27,7 +27,9 @@
 //  4. Cost growth with issue count, same-priority worst case, label filters,
 //     and the peak RSS of one claim.
 //  5. Dolt server mode (bd v1.3.0, dolt 2.2.0): one claim process against
-//     bd's own claims at 1k and 10k issues, and 24-process swarms of each.
+//     bd's own claims at 1k and 10k issues, with the minimal Dolt claim
+//     program (scripts/bench/doltfloor) as the floor, and 24-process swarms
+//     of bd-claim and of bd.
 //
 // Workspaces are generated once per size with claim.CreateDemo into a temp
 // dir and copied for each scenario. With -write the table also goes to
@@ -1662,9 +1664,10 @@ const limits = `
   give it back; the row "bd-claim claim process vs the minimal claim program" includes that cost.
 - **Dolt (section 5).** A claim is about 15 loopback round trips to the server (schema checks, the server's
   GET_LOCK, the transaction, DOLT_ADD, DOLT_COMMIT, RELEASE_LOCK), and the write that bd's footprint requires
-  costs the server about 30 ms of CPU on its own (a raw Go client doing only the transaction and the Dolt
-  commit took 50-70 ms on this machine): that is the floor under the 1k figure, where 10x faster than
-  bd ready --claim would need about 40 ms for a whole process. At 10k the candidates query adds its sort. The
+  costs the server about 30 ms of CPU on its own. The minimal Dolt claim program (scripts/bench/doltfloor:
+  bd's writes and Dolt commit after a plain ORDER BY, none of bd ready's rules, no lock) is the floor under
+  the 1k figure, where 10x faster than bd ready --claim would leave about 40 ms for a whole process: its
+  row says how that floor compares with the budget. At 10k the candidates query adds its sort. The
   swarm is one writer at a time (GET_LOCK, so that writers do not lose each other's optimistic commits) times
   one claim's cost; bd's own processes are limited by their optimistic retries and give up after 15 s
   (Error 1213), more often the more the server has to do, bd-claim's work or anyone's.
