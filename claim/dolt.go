@@ -194,7 +194,12 @@ func (t *txn) doltClaimState(id string) (claimEvent, error) {
 	} else if !ok {
 		return claimEvent{}, t.notFound(id)
 	}
-	return claimEvent{IssueID: w.ID, Status: w.Status, Holder: w.Assignee, ID: claimIDOf(w.RowLock), wisp: true}, nil
+	return wispClaim(w.ID, w.Status, w.Assignee, w.RowLock), nil
+}
+
+// wispClaim is the claim of a wisp: its holder and row_lock, never a lease.
+func wispClaim(id, status, holder string, rowLock int64) claimEvent {
+	return claimEvent{IssueID: id, Status: status, Holder: holder, ID: claimIDOf(rowLock), wisp: true}
 }
 
 // doltClaim is the claim of an issue read by IssueClaimState: its lease
@@ -237,7 +242,7 @@ func (t *txn) doltHeld() ([]claimEvent, error) {
 	out := make([]claimEvent, len(rows))
 	for i, r := range rows {
 		if r.Wisp {
-			out[i] = claimEvent{IssueID: r.ID, Status: r.Status, Holder: r.Assignee, ID: claimIDOf(r.RowLock), wisp: true}
+			out[i] = wispClaim(r.ID, r.Status, r.Assignee, r.RowLock)
 			if r.ClaimedAt != nil {
 				out[i].At = r.ClaimedAt.UTC().Format(doltTime)
 			}

@@ -225,10 +225,10 @@ func (s *Settings) loadConfig(path string) error {
 	if dir, ok := doc["directory"].(map[string]any); ok && labels == nil {
 		labels, _ = dir["labels"].(map[string]any)
 	}
+	if len(labels) > 0 {
+		s.DirectoryLabels = make(map[string]string, len(labels))
+	}
 	for pattern, label := range labels {
-		if s.DirectoryLabels == nil {
-			s.DirectoryLabels = map[string]string{}
-		}
 		s.DirectoryLabels[pattern] = fmt.Sprint(label)
 	}
 	return nil
@@ -241,8 +241,8 @@ func (s *Settings) loadConfig(path string) error {
 // pattern its map yields first; this takes the first in sorted order.
 func (s Settings) DirectoryLabel(dir string) string {
 	for _, pattern := range slices.Sorted(maps.Keys(s.DirectoryLabels)) {
-		if strings.HasSuffix(dir, pattern) || strings.HasSuffix(dir, filepath.Clean(pattern)) ||
-			strings.Contains(dir, "/"+pattern+"/") || strings.Contains(dir, "/"+pattern) {
+		// bd also checks for "/"+pattern+"/", which the last check implies.
+		if strings.HasSuffix(dir, pattern) || strings.HasSuffix(dir, filepath.Clean(pattern)) || strings.Contains(dir, "/"+pattern) {
 			return s.DirectoryLabels[pattern]
 		}
 	}

@@ -54,12 +54,7 @@ func TestDirectoryLabelsAsBdReady(t *testing.T) {
 			mav := bd.create("maverick work", "-p", "2", "-l", "maverick")
 			api := bd.create("api work", "-p", "1", "-l", "api")
 			bd.create("plain work", "-p", "0")
-			cfg := filepath.Join(bd.dir, ".beads", "config.yaml")
-			old, err := os.ReadFile(cfg)
-			assert.NilError(t, err)
-			assert.NilError(t, os.WriteFile(cfg, append(old, "\ndirectory:\n  labels:\n    packages/maverick: maverick\n"...), 0o644))
-			sub := filepath.Join(bd.dir, "packages", "maverick", "src")
-			assert.NilError(t, os.MkdirAll(sub, 0o755))
+			sub := maverickDir(t, bd.dir, "src")
 			inSub := *bd
 			inSub.dir = sub
 			listed := inSub.ready()
@@ -80,6 +75,20 @@ func TestDirectoryLabelsAsBdReady(t *testing.T) {
 			assert.Check(t, is.Equal(serve(t, bd.dir, "m", "--quiet").callOK(t, "claim", map[string]any{"dry_run": true}).Issue.ID, bd.ready()[0].ID))
 		})
 	}
+}
+
+// maverickDir maps packages/maverick to the label maverick in the
+// workspace's .beads/config.yaml (bd's directory.labels) and makes that
+// directory, or one below it.
+func maverickDir(t *testing.T, root string, below ...string) string {
+	t.Helper()
+	cfg := filepath.Join(root, ".beads", "config.yaml")
+	old, err := os.ReadFile(cfg)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(cfg, append(old, "\ndirectory:\n  labels:\n    packages/maverick: maverick\n"...), 0o644))
+	dir := filepath.Join(append([]string{root, "packages", "maverick"}, below...)...)
+	assert.NilError(t, os.MkdirAll(dir, 0o755))
+	return dir
 }
 
 func TestBdSeesClaim(t *testing.T) {

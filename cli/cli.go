@@ -88,6 +88,7 @@ type options struct {
 	reset               claim.ResetRequest
 	fs                  *pflag.FlagSet
 	cfg                 claim.Settings
+	dirLabel            string // the label bd ready scopes a listing to in the command's directory (dirLabel)
 	ws                  claim.Workspace
 	start               time.Time
 }
@@ -189,12 +190,9 @@ func doClaim(ctx context.Context, s *claim.Store, o *options, out output, log *s
 	}
 	req.MaxHeld = o.cfg.MaxHeld
 	// Without --label, a claim-next takes what bd ready would list in the
-	// agent's directory (--workspace, else the working directory): bd's
-	// directory.labels scoping.
-	if dir, err := filepath.Abs(o.workspace); err == nil && req.ID == "" && len(req.Filters.IncludeLabels) == 0 {
-		if l := o.cfg.DirectoryLabel(dir); l != "" {
-			req.Filters.IncludeLabels = []string{l}
-		}
+	// agent's directory.
+	if o.dirLabel != "" && req.ID == "" && len(req.Filters.IncludeLabels) == 0 {
+		req.Filters.IncludeLabels = []string{o.dirLabel}
 	}
 	filters := slog.Any("filters", req.Filters)
 	if req.Wait > 0 {
@@ -286,6 +284,7 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	log.Debug("workspace_discovery", "cwd", o.workspace, "workspace_root", o.ws.Root, "db_path", o.ws.DBPath, "source", o.ws.Source)
 	if err == nil {
 		o.cfg, err = claim.LoadSettings(o.ws, getenv, &o.overrides)
+		o.dirLabel = dirLabel(o.cfg, o.workspace)
 	}
 	var store *claim.Store
 	if err == nil {
@@ -304,6 +303,19 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	// only grows, and every new process re-reads it.
 	defer store.Close()
 	return c.do(ctx, store, o, out, log)
+}
+
+// dirLabel is the label that bd ready scopes its list to in the command's
+// directory (--workspace, else the working directory, which is looked up
+// only when config directory.labels has any; a failed lookup scopes
+// nothing), "" for none. It is resolved once per process: an MCP server's
+// claims all use its own.
+func dirLabel(cfg claim.Settings, workspace string) string {
+	if len(cfg.DirectoryLabels) == 0 {
+		return ""
+	}
+	dir, _ := filepath.Abs(workspace)
+	return cfg.DirectoryLabel(dir)
 }
 
 // validate checks what pflag cannot: values and combinations of the flags,

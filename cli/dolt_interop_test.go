@@ -401,12 +401,7 @@ func TestDoltDirectoryLabelsAsBdReady(t *testing.T) {
 	}
 	mav := create("maverick work", "-p", "2", "-l", "maverick")
 	create("plain work", "-p", "0")
-	cfg := filepath.Join(w.Dir, ".beads", "config.yaml")
-	old, err := os.ReadFile(cfg)
-	assert.NilError(t, err)
-	assert.NilError(t, os.WriteFile(cfg, append(old, "\ndirectory:\n  labels:\n    packages/maverick: maverick\n"...), 0o644))
-	sub := filepath.Join(w.Dir, "packages", "maverick")
-	assert.NilError(t, os.MkdirAll(sub, 0o755))
+	sub := maverickDir(t, w.Dir)
 	r := icmd.RunCmd(icmd.Command(claimtest.BdDoltBin(), "ready", "--json"), icmd.Dir(sub), icmd.WithEnv(w.Env...))
 	r.Assert(t, icmd.Success)
 	var listed []struct{ ID string }

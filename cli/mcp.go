@@ -190,7 +190,7 @@ type mcpServer struct {
 	store    *claim.Store
 	agent    string
 	ws       claim.Workspace
-	dir      string // the server's --workspace ("" = its working directory): a claim's directory scoping
+	dirLabel string // the scope of its claims without --label: the server's directory's (cli.dirLabel)
 	cfg      claim.Settings
 	log      *slog.Logger
 	mu       sync.Mutex
@@ -202,7 +202,7 @@ type renewal struct{ stop context.CancelFunc }
 
 func serveMCP(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
 	serving, stop := context.WithCancel(ctx)
-	m := &mcpServer{ctx: serving, store: s, agent: o.req.Agent, ws: o.ws, dir: o.workspace, cfg: o.cfg, log: log, renewing: map[string]*renewal{}}
+	m := &mcpServer{ctx: serving, store: s, agent: o.req.Agent, ws: o.ws, dirLabel: o.dirLabel, cfg: o.cfg, log: log, renewing: map[string]*renewal{}}
 	server := mcp.NewServer(&mcp.Implementation{Name: "bd-claim", Version: Version}, nil)
 	for _, t := range mcpTools {
 		server.AddTool(t.tool(), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -273,7 +273,7 @@ func (m *mcpServer) call(ctx context.Context, t *mcpTool, raw json.RawMessage) *
 		m.log.Warn(t.command.event+"_error", "agent", m.agent, errAttr(err), o.elapsed())
 		out.fail(code, err)
 	} else {
-		o.cfg, o.workspace = m.cfg, m.dir
+		o.cfg, o.dirLabel = m.cfg, m.dirLabel
 		o.overrides.Apply(&o.cfg)
 		code = t.command.do(ctx, m.store, o, out, m.log)
 	}

@@ -1622,7 +1622,8 @@ const limits = `
   ready issues) with bd's writes beside it: its later claims sort the larger priority groups and check the
   lease of every held issue more urgent than the first claimable open one, and bd's processes take CPU and
   SQLite's write lock. On one copy of a 3,000-issue workspace, same session: 48 × 20 (960 claims) 62
-  claims/s at 28.5 ms of CPU per process, 48 × 42 (2,016 claims) 48.5 claims/s at 36.7 ms. Retrying in Go
+  claims/s at 28.5 ms of CPU per process, 48 × 42 (2,016 claims) 48.5 claims/s at 36.7 ms, so the drain
+  explains part of the gap; bd's share was not measured apart. Retrying in Go
   every 1-8 ms instead of the busy handler was tried and reverted: 82 claims/s, p50 379 ms and one process
   timed out after 5 s, the polling itself starving the two cores.
 - **Writers' queue (issue 10).** Against the binary before it (f110ce5), same workspace of 3,000 issues,
