@@ -25,9 +25,11 @@ type Holder struct {
 }
 
 // Claim claims one issue for req.Agent, or with req.DryRun only finds it.
-// A nil Result.Issue with a nil error means no issue is available. The row
-// update, its event and its dirty mark are written in one BEGIN IMMEDIATE
-// transaction, so they land together or not at all.
+// A nil Result.Issue with a nil error means no issue is available. The
+// claim is chosen and written in one write transaction of the engine, so
+// its writes (the issue row, its event, and whatever else bd writes for a
+// claim in that workspace) land together or not at all; on Dolt the claim
+// is reported only once its Dolt commit is in HEAD too.
 func (s *Store) Claim(ctx context.Context, req Request) (Result, error) {
 	if err := req.Validate(); err != nil {
 		return Result{}, err
@@ -44,85 +46,29 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 	var res Result
 	if req.DryRun {
 		err := s.look(ctx, "find a ready issue", func(t *txn) error {
-			c, err := t.choose(req, nil, nil)
+			c, err := t.choose(req, nil)
 			res = c.result()
 			return err
 		})
 		return res, err
 	}
-	head, d, err := s.head(ctx, req)
+	head, d, err := s.eng.ahead(ctx, req)
 	if err != nil {
 		return Result{}, err
 	}
 	err = s.writeFromDeck(ctx, "claim an issue", d, func(t *txn) error {
-		var q *queue
-		if !t.flavor.dolt { // Dolt: no change counter to trust a remembered order by
-			q = t.queues.of(req)
-		}
-		c, err := t.choose(req, q, head)
+		c, err := t.choose(req, head)
 		if err != nil || c.r == nil {
 			res = c.result()
 			return err
 		}
-		res, err = t.take(c, req)
-		if q != nil {
-			t.committed = append(t.committed, func() { t.queues.taken(c.r.ID, t.now) })
-		}
+		res, err = t.x.take(c, req)
 		return err
 	})
 	if err != nil {
 		return Result{}, err
 	}
 	return res, nil
-}
-
-// headSize is how many candidates a first claim reads before it takes the
-// write lock.
-const headSize = 64
-
-// head reads, before the write lock is taken, the first candidates of a
-// Store's first claim-next on SQLite (a claim process's only one): inside
-// the lock, the claim then only checks them in order, in one statement
-// (readySpec.firstOf), and sorts the candidates afresh only when none is
-// claimable any more. The lock is held for a few lookups instead of the
-// sort, which is most of a claim's work. Later claims of a Store use its
-// remembered order instead (queue). A candidate that became claimable
-// after the read, however urgent, waits for the next claim, as if the
-// claim had run at the read. It reads them on the writers' queue's deck
-// (db.Queue.Deck), which it returns: only the writes of the two writers
-// ahead (and any write that does not queue on the deck: bd's, a release,
-// an --id claim) come between the read and the claim's turn, where a
-// claim that read on arrival would find the candidates taken by every
-// writer queued before it, and sort afresh.
-func (s *Store) head(ctx context.Context, req Request) ([]string, deck, error) {
-	if s.flavor.dolt || req.ID != "" || !s.readAhead.CompareAndSwap(false, true) {
-		return nil, deck{}, nil
-	}
-	d := deck{at: time.Now()}
-	d.place, _ = s.queue().Deck(s.queueWait()) // a missed deck leaves no time for the turn
-	var ids []string
-	err := s.look(ctx, "claim an issue", func(t *txn) error {
-		// Without the failure policy's rules: the lookups they make per
-		// candidate were half of this read, and inside the lock firstOf
-		// checks the candidates against every rule anyway.
-		spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now).without(rule.costly)
-		var id string
-		return t.each(spec.nextK(headSize), []any{&id}, func() { ids = append(ids, id) })
-	})
-	if err != nil {
-		d.place.Leave()
-	}
-	return ids, d, err
-}
-
-// spec is req's readySpec for a claim, narrowed by the flavor where a
-// rule cannot refuse anything (doltSpec).
-func (t *txn) spec(req Request) (readySpec, error) {
-	spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now)
-	if t.flavor.dolt {
-		return t.doltSpec(spec)
-	}
-	return spec, nil
 }
 
 // choice is what a claim would take, found by choose: the issue, and
@@ -147,20 +93,20 @@ func (c choice) result() Result {
 	return res
 }
 
-// choose finds the issue req would claim, and reads it: the first
-// candidate of the readySpec (the first claimable of head, the candidates
-// read ahead, or from the remembered order q, when there is one), or the
-// issue req.ID when the specification admits it. An --id the
-// specification refuses is explained. It writes nothing.
-func (t *txn) choose(req Request, q *queue, head []string) (choice, error) {
-	spec, err := t.spec(req)
+// choose finds the issue req would claim, and reads it: the engine's next
+// claimable issue of the readySpec (the first claimable of head, the
+// candidates read ahead, when there are any), or the issue req.ID when the
+// specification admits it. An --id the specification refuses is
+// explained. It writes nothing.
+func (t *txn) choose(req Request, head []string) (choice, error) {
+	spec, err := t.x.narrow(newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now))
 	if err != nil {
 		return choice{}, err
 	}
 	var c claimEvent // of issue req.ID
 	if req.ID != "" {
 		var err error
-		if c, err = t.issue(req.ID); err != nil {
+		if c, err = t.x.claimState(req.ID); err != nil {
 			return choice{}, err
 		}
 		if c.Status == "in_progress" && c.Holder == req.Agent {
@@ -171,7 +117,7 @@ func (t *txn) choose(req Request, q *queue, head []string) (choice, error) {
 		}
 	}
 	if req.MaxHeld > 0 {
-		held, err := t.heldCount(req.Agent)
+		held, err := t.x.heldCount(req.Agent)
 		if err != nil {
 			return choice{}, err
 		}
@@ -184,33 +130,22 @@ func (t *txn) choose(req Request, q *queue, head []string) (choice, error) {
 	}
 	var id string
 	var ok bool
-	if len(head) > 0 {
-		ok, err = found(t.queryRow(spec.firstOf(head)).Scan(&id))
-	}
-	switch {
-	case err != nil || ok:
-	case req.ID != "":
-		if ok, err = found(t.queryRow(spec.byID(req.ID)).Scan(&id)); err == nil && !ok {
-			return choice{}, t.refuse(spec, req, c)
-		}
-	case t.flavor.dolt:
-		id, ok, err = t.doltNext(spec)
-	case q == nil:
-		ok, err = found(t.queryRow(spec.next()).Scan(&id))
-	default:
-		id, ok, err = q.next(t, spec)
+	if req.ID == "" {
+		id, ok, err = t.x.next(spec, req, head)
+	} else if ok, err = found(t.queryRow(spec.byID(req.ID)).Scan(&id)); err == nil && !ok {
+		return choice{}, t.refuse(spec, req, c)
 	}
 	if err != nil || !ok {
 		return choice{}, err
 	}
-	r, err := t.read(id)
+	r, err := t.x.read(id)
 	if err != nil {
 		return choice{}, err
 	}
 	ch := choice{r: r}
 	if r.Status == "in_progress" { // an expired lease
 		if c.IssueID != id {
-			if c, err = t.issue(id); err != nil {
+			if c, err = t.x.claimState(id); err != nil {
 				return choice{}, err
 			}
 		}
@@ -228,39 +163,8 @@ func (t *txn) rechoose(req Request, c claimEvent) (choice, error) {
 	if req.ClaimID != 0 && req.ClaimID != c.ID {
 		return choice{}, stale(req.ID, req.Agent, req.ClaimID, c.ID)
 	}
-	r, err := t.read(req.ID)
+	r, err := t.x.read(req.ID)
 	return choice{r: r, held: &c}, err
-}
-
-// take writes the claim c: a takeover ends the expired claim first; an
-// issue the agent holds already is claimed again without a write, its
-// lease renewed when req asks for one.
-func (t *txn) take(c choice, req Request) (Result, error) {
-	if t.flavor.dolt {
-		return t.doltTake(c, req)
-	}
-	res := c.result()
-	if c.held != nil {
-		var err error
-		if req.Lease > 0 {
-			res.Lease, err = t.renew(req.ID, req.Agent, *c.held, req.Lease)
-		}
-		return res, err
-	}
-	if c.tookOver != nil {
-		if err := t.expire(c.r, req.Agent, *c.tookOver, "taken over by "+req.Agent); err != nil {
-			return Result{}, err
-		}
-	}
-	res.Lease = newLease(t.now, req.Lease)
-	var comment string
-	if res.Lease != nil {
-		comment = res.Lease.comment()
-	}
-	var err error
-	res.ClaimID, err = t.transition(c.r, move{actor: req.Agent, status: "in_progress", assignee: req.Agent,
-		event: t.flavor.claimEvent, comment: comment})
-	return res, err
 }
 
 // atCapacity says why agent, holding held in_progress issues, may claim no

@@ -47,28 +47,40 @@ const doltAuthor = "beads <beads@local>"
 // doltTime is how bd binds events.created_at: UTC, whole seconds, as text.
 const doltTime = "2006-01-02 15:04:05"
 
+// doltEngine is the engine of a Dolt workspace (bd v1.3.x) on a server:
+// bd-claim's writers take turns on a server-wide named lock, a write is
+// tried again after Dolt's optimistic commit failed it, and a Dolt commit
+// follows the SQL commit as bd makes it.
+type doltEngine struct {
+	*Store
+	dq       *dolt.Queries
+	lockWait int32 // seconds a writer waits for the writers' lock
+	retry    db.Retry
+}
+
 // openDolt connects to the workspace's server and checks that the database
 // is a Beads database bd-claim writes faithfully: the schema of bd v1.3.0,
 // and the project metadata.json names.
-func openDolt(ctx context.Context, ws Workspace, o Options) (*Store, error) {
-	conn := dolt.Open(ws.Dolt.config())
-	// No lock file: Dolt's writers take turns on the server (doltWriter).
-	s := &Store{Workspace: ws, flavor: doltFlavor(), conn: conn, dq: dolt.New(), queues: queues{}, lockWait: lockWait(o.BusyTimeout), handoff: &db.Queue{},
-		now: o.Now, retry: db.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}, policy: *o.Policy, retryable: doltRetryable}
-	if err := s.doltCheck(ctx); err != nil {
-		conn.Close()
-		return nil, err
+func openDolt(ctx context.Context, s *Store, o Options) error {
+	s.flavor, s.conn = doltFlavor(), dolt.Open(s.Workspace.Dolt.config())
+	e := &doltEngine{Store: s, dq: dolt.New(), lockWait: lockWait(o.BusyTimeout), retry: db.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}}
+	s.eng = e
+	if err := e.check(ctx); err != nil {
+		s.conn.Close()
+		return err
 	}
-	return s, nil
+	return nil
 }
 
-// doltCheck reads the schema version and the project id, in this order.
-func (s *Store) doltCheck(ctx context.Context) error {
-	ws := s.Workspace
-	v, err := s.dq.SchemaMigrationsMax(ctx, s.conn)
+func (e *doltEngine) close() error { return e.conn.Close() }
+
+// check reads the schema version and the project id, in this order.
+func (e *doltEngine) check(ctx context.Context) error {
+	ws := e.Workspace
+	v, err := e.dq.SchemaMigrationsMax(ctx, e.conn)
 	var id string
 	if err == nil {
-		id, err = s.dq.MetadataProjectID(ctx, s.conn)
+		id, err = e.dq.MetadataProjectID(ctx, e.conn)
 		_, err = found(err) // id "" when the row is missing
 	}
 	switch {
@@ -94,7 +106,7 @@ func (s *Store) doltCheck(ctx context.Context) error {
 // readiness rules range over both tables at once (doltSource).
 func doltFlavor() flavor {
 	return flavor{
-		version: Version{1, 3, 0}, dolt: true, claimEvent: "claimed", eventTime: doltTime,
+		version: Version{1, 3, 0}, claimEvent: "claimed", eventTime: doltTime, deferral: doltDeferral, hybrid: doltHybrid,
 		under: doltUnder, history: doltHistory, source: doltSource, sourceOf: doltSourceOf, labels: doltLabels,
 		notBlocked:   rule{"blocked", "it is blocked by an open dependency (is_blocked)", sq.Expr("i.is_blocked = 0")},
 		leaseExpired: doltLeaseExpired,
@@ -104,6 +116,25 @@ func doltFlavor() flavor {
 		},
 		excludedTypes: []string{"merge-request", "gate", "molecule", "rig", "agent", "role", "message"},
 	}
+}
+
+// doltDeferral is bd v1.3.0's defer_until rules: the issue's own, and its
+// parent's (getChildrenOfDeferredParentsInTx).
+func doltDeferral(now string) []rule {
+	return []rule{{"deferred", "it is deferred (defer_until is in the future)",
+		sq.Expr("(i.defer_until IS NULL OR i.defer_until <= ?)", now)},
+		{"deferred_parent", "its parent is deferred (defer_until is in the future)",
+			sq.Expr(`i.id NOT IN (`+doltDeferredChildren+`)`, now, now, now, now)}}
+}
+
+// doltHybrid is bd v1.3.0's hybrid order (sqlbuild.BuildReadyWorkOrder),
+// its cutoff from our clock.
+func doltHybrid(now string) (string, []any) {
+	cutoff, _ := time.Parse(doltTime, now)
+	c := cutoff.Add(-48 * time.Hour).Format(doltTime)
+	return `CASE WHEN i.created_at >= ? THEN 0 ELSE 1 END ASC,
+	CASE WHEN i.created_at >= ? THEN i.priority ELSE 999 END ASC,
+	i.created_at ASC, i.id ASC`, []any{c, c}
 }
 
 // doltUnder is bd ready --parent of bd v1.3.0 (GetDescendantIDsInTx and
@@ -183,10 +214,10 @@ func doltCode(err error) (Code, string, bool) {
 // id is the issue's row_lock, renewed by every change of owner; the lease
 // is the leases row of the holder. An id that is not in issues is looked
 // up in wisps, as bd's GetIssueInTx does; a wisp has no lease.
-func (t *txn) doltClaimState(id string) (claimEvent, error) {
+func (t *doltTx) claimState(id string) (claimEvent, error) {
 	st, err := t.dq.IssueClaimState(t.ctx, t.conn, id)
 	if ok, err := found(err); err != nil || ok {
-		return t.doltClaim(st), err
+		return t.claimOf(st), err
 	}
 	w, err := t.dq.WispClaimState(t.ctx, t.conn, id)
 	if ok, err := found(err); err != nil {
@@ -206,7 +237,7 @@ func wispClaim(id, status, holder string, rowLock int64) claimEvent {
 // counts when the leases row is the assignee's, the issue in_progress (bd
 // leaves a stale row on an issue it reopens); the claim's time is the
 // lease's grant.
-func (t *txn) doltClaim(st dolt.IssueClaimStateRow) claimEvent {
+func (t *doltTx) claimOf(st dolt.IssueClaimStateRow) claimEvent {
 	c := claimEvent{IssueID: st.ID, Status: st.Status, Holder: st.Assignee, ID: claimIDOf(st.RowLock)}
 	if st.Holder.Valid && st.Holder.String == st.Assignee && st.Status == "in_progress" {
 		c.Actor = st.Holder.String
@@ -221,7 +252,7 @@ func (t *txn) doltClaim(st dolt.IssueClaimStateRow) claimEvent {
 // doltHeld lists every in_progress issue and wisp with its claim, by
 // holder then id, in the transaction's snapshot (one statement). A wisp's
 // claim has no lease; its time is that of its claimed event.
-func (t *txn) doltHeld() ([]claimEvent, error) {
+func (t *doltTx) held() ([]claimEvent, error) {
 	raw, err := t.dq.IssueInProgressClaims(t.ctx, t.conn)
 	if err != nil {
 		return nil, err
@@ -255,7 +286,7 @@ func (t *txn) doltHeld() ([]claimEvent, error) {
 			st.HeartbeatAt = sql.NullTime{Time: *r.HeartbeatAt, Valid: true}
 			st.GrantedAt = sql.NullTime{Time: *r.GrantedAt, Valid: true}
 		}
-		out[i] = t.doltClaim(st)
+		out[i] = t.claimOf(st)
 	}
 	slices.SortFunc(out, func(a, b claimEvent) int {
 		return cmp.Or(cmp.Compare(a.Holder, b.Holder), cmp.Compare(a.IssueID, b.IssueID))
@@ -272,7 +303,7 @@ func (t *txn) doltHeld() ([]claimEvent, error) {
 // the same cells of the wisps row, no lease (bd never leases a wisp, so
 // --lease is ignored), the claimed event in wisp_events. Its Dolt commit
 // finds nothing staged (the wisp tables are dolt_ignored), as bd's does.
-func (t *txn) doltTake(c choice, req Request) (Result, error) {
+func (t *doltTx) take(c choice, req Request) (Result, error) {
 	res := c.result()
 	wisp := c.r.dolt.wisp
 	if c.held != nil {
@@ -281,12 +312,12 @@ func (t *txn) doltTake(c choice, req Request) (Result, error) {
 		t.commit = "bd: update " + req.ID
 		if req.Lease > 0 && !wisp {
 			res.Lease = newLease(t.now, req.Lease)
-			return res, t.doltLease(req.ID, req.Agent, res.Lease.Until)
+			return res, t.lease(req.ID, req.Agent, res.Lease.Until)
 		}
 		return res, nil
 	}
 	if c.tookOver != nil {
-		if err := t.expire(c.r, req.Agent, *c.tookOver, "taken over by "+req.Agent); err != nil {
+		if err := t.txn.expire(c.r, req.Agent, *c.tookOver, "taken over by "+req.Agent); err != nil {
 			return Result{}, err
 		}
 	}
@@ -310,11 +341,11 @@ func (t *txn) doltTake(c choice, req Request) (Result, error) {
 	}
 	if !wisp {
 		res.Lease = newLease(t.now, cmp.Or(req.Lease, doltLease))
-		if err := t.doltLease(c.r.ID, req.Agent, res.Lease.Until); err != nil {
+		if err := t.lease(c.r.ID, req.Agent, res.Lease.Until); err != nil {
 			return Result{}, err
 		}
 	}
-	if err := t.doltEvent(wisp, c.r.ID, "claimed", req.Agent, text(c.r.dolt.json), text(claimedNewValue(req.Agent)), sql.NullString{}); err != nil {
+	if err := t.event(wisp, c.r.ID, "claimed", req.Agent, text(c.r.dolt.json), text(claimedNewValue(req.Agent)), sql.NullString{}); err != nil {
 		return Result{}, err
 	}
 	res.ClaimID = lock
@@ -330,7 +361,7 @@ func (t *txn) doltTake(c choice, req Request) (Result, error) {
 
 // doltLease grants agent's lease of issue id until until (bd's
 // UpsertLeaseInTx; granted_node ” as bd writes it without node_id).
-func (t *txn) doltLease(id, agent string, until time.Time) error {
+func (t *doltTx) lease(id, agent string, until time.Time) error {
 	return t.dq.LeaseUpsert(t.ctx, t.conn, dolt.LeaseUpsertParams{
 		IssueID: id, Holder: agent, GrantedAt: t.now, LeaseExpiresAt: until, HeartbeatAt: t.now,
 	})
@@ -340,7 +371,7 @@ func (t *txn) doltLease(id, agent string, until time.Time) error {
 // truncated to the second as bd binds it: to events, or for a wisp to
 // wisp_events, where bd stores ” for a NULL value or comment
 // (InsertDerivedEventReturningID).
-func (t *txn) doltEvent(wisp bool, id, eventType, actor string, oldValue, newValue, comment sql.NullString) error {
+func (t *doltTx) event(wisp bool, id, eventType, actor string, oldValue, newValue, comment sql.NullString) error {
 	if wisp {
 		for _, v := range []*sql.NullString{&oldValue, &newValue, &comment} {
 			v.Valid = true
@@ -362,6 +393,126 @@ func (t *txn) doltEvent(wisp bool, id, eventType, actor string, oldValue, newVal
 	return err
 }
 
+// write is Dolt's frame: fn runs on a writer's connection of the Store's
+// own that holds the writers' lock (doltWriter), in a transaction tried
+// again after a serialization failure or a compare-and-swap that matched
+// nothing (the clock read anew each try). A COMMIT whose answer was lost
+// is looked up (landed): a write that landed is reported as one. Then the
+// Dolt commit that bd makes for the same move (doltTx.commit) follows on
+// the writer's connection; a claim is reported only once it is in HEAD.
+func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*txn) error) error {
+	w, err := e.writer(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { w.done() }()
+	var x *doltTx
+	t, err := e.tx(ctx, w, e.retry, doltRetryable, func(t *txn) error {
+		x = t.x.(*doltTx)
+		return fn(t)
+	})
+	if err != nil && x != nil && x.landed != nil && lostCommit(err) {
+		if err = e.landed(ctx, x, err); err == nil {
+			// It landed, but its connection is gone (and with it the
+			// lock): the Dolt commit needs a writer's connection again.
+			w.done()
+			w, err = e.writer(ctx)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	t.done()
+	if x.commit == "" {
+		return nil
+	}
+	if err := e.commit(ctx, w, x.commit, x.labels); err != nil {
+		err = classify(err, doing)
+		var ce *Error
+		if errors.As(err, &ce) {
+			ce.Message += "; the change is committed in SQL and the next bd or bd-claim write records it in a Dolt commit"
+		}
+		return err
+	}
+	return nil
+}
+
+// ahead: a Dolt claim reads its candidates in its transaction, on the
+// server, where the writers' lock makes the other bd-claim writers wait.
+func (e *doltEngine) ahead(context.Context, Request) ([]string, deck, error) { return nil, deck{}, nil }
+
+func (e *doltEngine) bind(t *txn, tx *sql.Tx) engineTx {
+	if tx != nil {
+		t.on(tx)
+	} else {
+		t.on(e.conn)
+	}
+	return &doltTx{txn: t, dq: e.dq}
+}
+
+// snapshot is a transaction: the server's snapshot isolation.
+func (e *doltEngine) snapshot(ctx context.Context) (*sql.Tx, error) { return e.conn.BeginTx(ctx, nil) }
+
+// changes is the working set's hash (WorkingSetHash: one round trip, a
+// third to a fifth of a look; BENCHMARKS.md), read under autocommit, so in
+// a transaction of its own that sees the latest commit (inside a
+// transaction it would keep the snapshot's).
+func (e *doltEngine) changes(ctx context.Context, conn *sql.Conn) string {
+	h, _ := e.dq.WorkingSetHash(ctx, conn)
+	return h
+}
+
+// doltTx is one transaction on a Dolt workspace, and what its write
+// leaves for the frame: the Dolt commit to make after the SQL commit, and
+// how to tell whether the write landed when its COMMIT's answer was lost.
+type doltTx struct {
+	*txn
+	dq     *dolt.Queries
+	commit string  // the message of the Dolt commit that follows the SQL commit ("" for none)
+	landed *landed // the write's mark, to look it up after a lost COMMIT
+	labels bool    // the write changed labels, which the Dolt commit stages too
+}
+
+func (t *doltTx) labelSet(id, label string, add bool) (int64, error) {
+	if add {
+		return t.dq.LabelAdd(t.ctx, t.conn, dolt.LabelAddParams{IssueID: id, Label: label})
+	}
+	return t.dq.LabelRemove(t.ctx, t.conn, dolt.LabelRemoveParams{IssueID: id, Label: label})
+}
+
+// labelled records a label change as bd's label command does: the event,
+// and the labels table staged in the Dolt commit, with bd's message unless
+// the write has one already (a release's covers it).
+func (t *doltTx) labelled(r *row, actor, verb, event, comment string) error {
+	t.labels = true
+	if t.commit == "" {
+		t.commit = "bd: label " + verb + " " + r.ID
+	}
+	return t.event(false, r.ID, event, actor, sql.NullString{}, sql.NullString{}, text(comment))
+}
+
+// comment adds none: the events' comments carry bd-claim's notes on Dolt
+// (bd v1.3's comments need ids and times of their own that bd-claim does
+// not reproduce yet).
+func (t *doltTx) comment(string, string, string) error { return nil }
+
+// resetMark is the commented event alone (events are not versioned).
+func (t *doltTx) resetMark(r *row, actor, comment string) error {
+	return t.event(false, r.ID, "commented", actor, sql.NullString{}, sql.NullString{}, text(comment))
+}
+
+// reaped gives a reap bd reclaim's commit message.
+func (t *doltTx) reaped(n int) {
+	if n > 0 {
+		t.commit = fmt.Sprintf("bd: reclaim %d expired lease(s)", n)
+	}
+}
+
+func (t *doltTx) eventCounts(since time.Time) (EventCounts, error) {
+	ev, err := t.dq.EventCountsSince(t.ctx, t.conn, dolt.EventCountsSinceParams{Since: since.UTC(), Failed: text(like(failedPrefix))})
+	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}, err
+}
+
 // doltWriter is a connection of a Store's own for one write, holding the
 // writers' lock of the database when it could take it: bd-claim's writers
 // take turns, on every machine that shares the server, instead of racing
@@ -372,22 +523,22 @@ func (t *txn) doltEvent(wisp bool, id, eventType, actor string, oldValue, newVal
 type doltWriter struct {
 	*sql.Conn
 	h     db.DBTX // the connection, as the Store's queries see it
-	s     *Store
+	e     *doltEngine
 	ctx   context.Context
 	name  string
 	taken bool
 }
 
-func (s *Store) doltWriter(ctx context.Context) (*doltWriter, error) {
-	conn, err := s.conn.Conn(ctx)
+func (e *doltEngine) writer(ctx context.Context) (*doltWriter, error) {
+	conn, err := e.conn.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	w := &doltWriter{Conn: conn, h: conn, s: s, ctx: ctx, name: "bd-claim/" + s.Workspace.Dolt.Database}
-	if s.faults != nil {
-		w.h = s.faults(w.h)
+	w := &doltWriter{Conn: conn, h: conn, e: e, ctx: ctx, name: "bd-claim/" + e.Workspace.Dolt.Database}
+	if e.faults != nil {
+		w.h = e.faults(w.h)
 	}
-	taken, err := s.dq.WritersLock(ctx, w.h, dolt.WritersLockParams{Name: w.name, TimeoutSeconds: s.lockWait})
+	taken, err := e.dq.WritersLock(ctx, w.h, dolt.WritersLockParams{Name: w.name, TimeoutSeconds: e.lockWait})
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -400,7 +551,7 @@ func (s *Store) doltWriter(ctx context.Context) (*doltWriter, error) {
 // lock could not be released is discarded: closing it frees the lock.
 func (w *doltWriter) done() {
 	if w.taken {
-		if err := w.s.dq.WritersUnlock(w.ctx, w.h, w.name); err != nil {
+		if err := w.e.dq.WritersUnlock(w.ctx, w.h, w.name); err != nil {
 			_ = w.Conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}
@@ -415,15 +566,15 @@ func (w *doltWriter) done() {
 // author, tried again on a conflict. A commit that finds nothing staged is
 // fine: another writer's commit took the change in. A claim is reported
 // only once it is in HEAD.
-func (s *Store) doltCommit(ctx context.Context, w *doltWriter, message string, labels bool, doing string) error {
+func (e *doltEngine) commit(ctx context.Context, w *doltWriter, message string, labels bool) error {
 	var err error
 	for try := 1; ; try++ {
-		err = s.dq.DoltAddIssues(ctx, w.h)
+		err = e.dq.DoltAddIssues(ctx, w.h)
 		if err == nil && labels {
-			err = s.dq.DoltAddLabels(ctx, w.h)
+			err = e.dq.DoltAddLabels(ctx, w.h)
 		}
 		if err == nil {
-			err = s.dq.DoltCommit(ctx, w.h, dolt.DoltCommitParams{Message: message, Author: doltAuthor})
+			err = e.dq.DoltCommit(ctx, w.h, dolt.DoltCommitParams{Message: message, Author: doltAuthor})
 		}
 		if err != nil && strings.Contains(err.Error(), "nothing to commit") {
 			err = nil
@@ -433,15 +584,7 @@ func (s *Store) doltCommit(ctx context.Context, w *doltWriter, message string, l
 		}
 		time.Sleep(time.Duration(try*10) * time.Millisecond)
 	}
-	if err != nil {
-		e := classify(err, doing)
-		var ce *Error
-		if errors.As(e, &ce) {
-			ce.Message += "; the change is committed in SQL and the next bd or bd-claim write records it in a Dolt commit"
-		}
-		return e
-	}
-	return nil
+	return err
 }
 
 // newRowLock is a fresh row_lock as bd makes one (8 random bytes as a
@@ -466,19 +609,15 @@ var errChanged = errors.New("the issue changed under the claim")
 // doltRetryable says which write errors are worth another try on Dolt.
 func doltRetryable(err error) bool { return dolt.IsConflict(err) || errors.Is(err, errChanged) }
 
-// heldCount counts the in_progress issues agent holds.
-func (t *txn) heldCount(agent string) (int64, error) {
-	if t.flavor.dolt {
-		return t.dq.IssueHeldCount(t.ctx, t.conn, dolt.IssueHeldCountParams{Agent: text(agent)})
-	}
-	return t.q.IssueHeldCount(t.ctx, t.conn, agent)
+func (t *doltTx) heldCount(agent string) (int64, error) {
+	return t.dq.IssueHeldCount(t.ctx, t.conn, dolt.IssueHeldCountParams{Agent: text(agent)})
 }
 
 // doltSpec leaves the deferred-parent rule out of spec when no issue or
 // wisp is deferred beyond now (it cannot refuse anything then): planning
 // that rule was a third of the claim query's server time (BENCHMARKS.md).
 // The count runs in the claim's transaction, so it sees the same snapshot.
-func (t *txn) doltSpec(spec readySpec) (readySpec, error) {
+func (t *doltTx) narrow(spec readySpec) (readySpec, error) {
 	deferred, err := t.dq.IssueDeferredAny(t.ctx, t.conn, dolt.IssueDeferredAnyParams{Now: sql.NullTime{Time: t.now.UTC().Truncate(time.Second), Valid: true}})
 	if deferred == 0 {
 		spec = spec.without(func(r rule) bool { return r.name == "deferred_parent" })
@@ -486,16 +625,18 @@ func (t *txn) doltSpec(spec readySpec) (readySpec, error) {
 	return spec, err
 }
 
-// doltNext finds the issue to claim: at random, one of the first
-// doltSpread candidates in claim order that share the first one's
-// priority (never a less urgent issue while a more urgent one is ready).
-// bd's own `bd ready --claim` goes for the first candidate, and Dolt lets
-// only one of two transactions that write the same row commit: taking the
-// head every time would make bd lose round after round (it gives up after
-// 15 s). A dry run reports the first candidate.
-func (t *txn) doltNext(spec readySpec) (string, bool, error) {
+// doltNext finds the issue to claim: the first candidate in claim order,
+// bd ready's head, which a dry run names too. A try after a lost race
+// (the try before it conflicted with another writer: bd's own `bd ready
+// --claim` goes for the head as well) picks at random among the first
+// doltSpread candidates that share the first one's priority (never a less
+// urgent issue while a more urgent one is ready): Dolt lets only one of
+// two transactions that write the same row commit, and going for the head
+// again and again would make bd lose round after round (it gives up after
+// 15 s).
+func (t *doltTx) next(spec readySpec, _ Request, _ []string) (string, bool, error) {
 	k := doltSpread
-	if t.try == 0 {
+	if t.try <= 1 {
 		k = 1
 	}
 	var ids []string
@@ -539,8 +680,8 @@ const doltSpread = 8
 // doltRead reads issue id for a write: the contract's fields, and the
 // row_lock and bd's JSON of the issue for the compare-and-swap and the
 // event.
-func (t *txn) doltRead(id string) (*row, error) {
-	snap, err := t.doltSnapshot(id)
+func (t *doltTx) read(id string) (*row, error) {
+	snap, err := t.snapshotOf(id)
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +695,11 @@ func (t *txn) doltRead(id string) (*row, error) {
 //
 // A wisp is released in the wisps table, its event in wisp_events, as bd
 // unclaim routes it.
-func (t *txn) doltRelease(r *row, agent string, comment sql.NullString) error {
+func (t *doltTx) unclaim(r *row, req ReleaseRequest) error {
+	var comment sql.NullString
+	if req.Reason != "" || req.Failed { // bd unclaim leaves it NULL
+		comment = text(releaseComment(req))
+	}
 	lock := newRowLock()
 	set := dolt.IssueUnclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock}
 	var n int64
@@ -572,7 +717,7 @@ func (t *txn) doltRelease(r *row, agent string, comment sql.NullString) error {
 	}
 	if err == nil {
 		newValue := `{"assignee":"","status":"open"}` // bd marshals map[string]string, keys sorted
-		err = t.doltEvent(r.dolt.wisp, r.ID, "unclaimed", agent, text(r.dolt.json), text(newValue), comment)
+		err = t.event(r.dolt.wisp, r.ID, "unclaimed", req.Agent, text(r.dolt.json), text(newValue), comment)
 	}
 	t.commit = "bd: unclaim " + r.ID
 	t.landed = &landed{id: r.ID, rowLock: lock}
@@ -580,12 +725,12 @@ func (t *txn) doltRelease(r *row, agent string, comment sql.NullString) error {
 	return err
 }
 
-// doltExpire ends the expired claim of r by holder as `bd reclaim` does:
+// endClaim ends the expired claim of r by holder as `bd reclaim` does:
 // back to open with a NULL assignee (CAS on row_lock), the lease row
 // deleted, a lease_reclaimed event (old_value the holder, new_value ”)
 // with bd-claim's note in its comment. r is read again: a takeover claims
 // the issue as it now is. Its Dolt commit is the caller's.
-func (t *txn) doltExpire(r *row, actor, holder, comment string) error {
+func (t *doltTx) endClaim(r *row, actor, holder, note string) error {
 	lock := newRowLock()
 	n, err := t.dq.IssueReclaimSet(t.ctx, t.conn, dolt.IssueReclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock})
 	if err == nil && n != 1 {
@@ -595,7 +740,7 @@ func (t *txn) doltExpire(r *row, actor, holder, comment string) error {
 		err = t.dq.LeaseDelete(t.ctx, t.conn, r.ID)
 	}
 	if err == nil {
-		err = t.doltEvent(false, r.ID, "lease_reclaimed", actor, text(holder), text(""), text(comment))
+		err = t.event(false, r.ID, "lease_reclaimed", actor, text(holder), text(""), text(expiredPrefix+note))
 	}
 	if err != nil {
 		return err
@@ -614,14 +759,14 @@ func (t *txn) doltExpire(r *row, actor, holder, comment string) error {
 // leases are dolt_ignored.
 //
 // A wisp has no lease to renew: bd heartbeat refuses it too.
-func (t *txn) doltRenew(id, agent string, c claimEvent, d time.Duration) (*Lease, error) {
+func (t *doltTx) renew(id, agent string, c claimEvent, d time.Duration) (*Lease, error) {
 	if c.wisp {
 		return nil, Errorf(ENotClaimable, "%s is a wisp (bd's wisps table): bd never leases a wisp, so there is no lease to renew", id)
 	}
 	l := newLease(t.now, cmp.Or(d, c.leaseFor, doltLease))
 	n, err := t.dq.LeaseHeartbeat(t.ctx, t.conn, dolt.LeaseHeartbeatParams{LeaseExpiresAt: l.Until, HeartbeatAt: t.now, IssueID: id, Holder: agent})
 	if err == nil && n == 0 {
-		err = t.doltLease(id, agent, l.Until)
+		err = t.lease(id, agent, l.Until)
 	}
 	return l, err
 }
@@ -647,14 +792,14 @@ func lostCommit(err error) bool {
 // landed although its COMMIT's answer was lost: then the write succeeded
 // (and is reported, and Dolt-committed); else err, the lost commit, stands
 // and nothing was written.
-func (s *Store) landed(ctx context.Context, t *txn, err error) error {
+func (e *doltEngine) landed(ctx context.Context, t *doltTx, err error) error {
 	for look := range 2 {
 		if look > 0 {
 			// The server may still be running the COMMIT of the broken
 			// session: look once more after a while.
 			time.Sleep(200 * time.Millisecond)
 		}
-		if lock, rerr := s.dq.IssueRowLock(ctx, s.conn, t.landed.id); rerr == nil && lock == t.landed.rowLock {
+		if lock, rerr := e.dq.IssueRowLock(ctx, e.conn, t.landed.id); rerr == nil && lock == t.landed.rowLock {
 			return nil
 		}
 	}
@@ -677,7 +822,7 @@ type doltSnapshot struct {
 	wisp    bool // a row of the wisps table
 }
 
-func (t *txn) doltSnapshot(id string) (doltSnapshot, error) {
+func (t *doltTx) snapshotOf(id string) (doltSnapshot, error) {
 	r, err := t.dq.IssueSnapshot(t.ctx, t.conn, id)
 	ok, err := found(err)
 	wisp := err == nil && !ok // then bd reads the wisps table

@@ -251,9 +251,9 @@ func TestDoltCommit(t *testing.T) {
 	must[Result](t)(s.Claim(ctx, Request{Agent: "a", ID: w.Prefix + "-b"}))
 	assert.Equal(t, commits(), before+2)
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 0)
-	w1, err := s.doltWriter(ctx)
+	w1, err := doltOf(s).writer(ctx)
 	assert.NilError(t, err)
-	assert.NilError(t, s.doltCommit(ctx, w1, "bd: nothing", false, "commit"))
+	assert.NilError(t, doltOf(s).commit(ctx, w1, "bd: nothing", false))
 	w1.done()
 	assert.Equal(t, commits(), before+2)
 
@@ -429,3 +429,6 @@ func TestDoltCandidatePage(t *testing.T) {
 	none := must[Result](t)(s.Claim(ctx, Request{Agent: "a"}))
 	assert.Assert(t, none.Issue == nil)
 }
+
+// doltOf is the engine of a Store on a Dolt workspace.
+func doltOf(s *Store) *doltEngine { return s.eng.(*doltEngine) }

@@ -280,3 +280,55 @@ func TestDoltExpiredDeferralStaysDeferred(t *testing.T) {
 	assert.Equal(t, len(out), 0, "bd ready --claim took %v", out)
 	assert.Equal(t, claimtest.Count(t, w.DB(t), "SELECT count(*) FROM issues WHERE id = ? AND status = 'deferred' AND defer_until IS NOT NULL", id), 1)
 }
+
+// With no other writer, a claim takes exactly the issue --dry-run named
+// just before, bd ready's head (FIFO within a priority), claim after claim:
+// spreading over the first candidates is only for a try after a lost race.
+func TestDoltDryRunNamesTheClaim(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "dr")
+	for i := range 8 {
+		bdCreate(t, w, fmt.Sprintf("same priority %d", i), "-p", "2")
+	}
+	var ready []struct{ ID string }
+	w.JSON(&ready, "ready", "-u", "--sort", "priority")
+	assert.Equal(t, len(ready), 8)
+	s := doltStore(t, w, claim.Options{})
+	ctx := context.Background()
+	for i := range 6 {
+		dry, err := s.Claim(ctx, claim.Request{Agent: "fifo", DryRun: true})
+		assert.NilError(t, err)
+		res, err := s.Claim(ctx, claim.Request{Agent: "fifo"})
+		assert.NilError(t, err)
+		assert.Equal(t, dry.Issue.ID, ready[i].ID)
+		assert.Equal(t, res.Issue.ID, ready[i].ID)
+	}
+}
+
+// A reset of a wisp (bd's wisps table) finds nothing to clear: bd-claim
+// keeps no failure history for wisps (their failed releases are refused),
+// so it answers as for an issue without failures, and writes nothing.
+func TestDoltWispReset(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "wr")
+	wisp := bdCreate(t, w, "a wisp", "--no-history", "-p", "2")
+	s := doltStore(t, w, claim.Options{})
+	ctx := context.Background()
+	mustClaim(t, s, claim.Request{Agent: "agent-a", ID: wisp})
+	_, err := s.Release(ctx, claim.ReleaseRequest{Agent: "agent-a", ID: wisp, Failed: true})
+	assert.Equal(t, claim.ErrorCode(err), claim.EInvalid)
+	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "agent-a", ID: wisp, Reason: "done for now"})
+	assert.NilError(t, err)
+	conn := w.DB(t)
+	count := func() string {
+		return fmt.Sprint(claimtest.Count(t, conn, "SELECT count(*) FROM wisp_events"), claimtest.Count(t, conn, "SELECT count(*) FROM events"),
+			claimtest.Count(t, conn, "SELECT count(*) FROM dolt_log"), claimtest.Strings(t, conn, "SELECT CONCAT(status, '/', COALESCE(assignee, '')) FROM wisps WHERE id = ?", wisp))
+	}
+	before := count()
+	r, err := s.Reset(ctx, claim.ResetRequest{ID: wisp, Actor: "operator"})
+	assert.NilError(t, err)
+	assert.Equal(t, r.Issue.ID, wisp)
+	assert.Equal(t, r.Cleared, 0)
+	assert.Equal(t, r.Label, false)
+	assert.Equal(t, count(), before, "nothing written")
+	res := mustClaim(t, s, claim.Request{Agent: "agent-b"})
+	assert.Equal(t, res.Issue.ID, wisp, "still claimable")
+}

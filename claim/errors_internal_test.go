@@ -728,7 +728,7 @@ func TestContentHashWaiters(t *testing.T) {
 	s := openFixture(t, "0.49.6")
 	id := claimtest.Claimable(t, "0.49.6", "priority")[0]
 	hashWith := func(waiters sql.NullString) string {
-		r, err := s.txn(context.Background(), nil).read(id)
+		r, err := s.txn(context.Background(), nil).x.read(id)
 		assert.NilError(t, err)
 		r.cols["waiters"] = waiters
 		return s.flavor.contentHash(r)
@@ -776,7 +776,7 @@ func TestClaimWriterConnectionLost(t *testing.T) {
 	ctx := context.Background()
 	_, err := s.Claim(ctx, Request{Agent: "a"})
 	assert.NilError(t, err)
-	assert.NilError(t, s.writer.Close()) // this handle on the connection is done
+	assert.NilError(t, sqliteOf(s).writer.Close()) // this handle on the connection is done
 	_, err = s.Claim(ctx, Request{Agent: "a"})
 	assert.Assert(t, errors.Is(err, sql.ErrConnDone), "%v", err)
 	res, err := s.Claim(ctx, Request{Agent: "a"})

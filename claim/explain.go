@@ -55,7 +55,7 @@ func (s *Store) Explain(ctx context.Context, req Request) (Explanation, error) {
 		for i, r := range rules {
 			e.Excluded[r.name] += counts[i]
 		}
-		held, err := t.heldCount(req.Agent)
+		held, err := t.x.heldCount(req.Agent)
 		if err != nil {
 			return err
 		}

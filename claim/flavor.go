@@ -22,10 +22,11 @@ import (
 //
 // Two families of writers exist: bd v0.27 to v0.50 on SQLite
 // (sqliteFlavor), whose choices depend on the bd version and the columns,
-// and bd v1.3.x on a dolt sql-server (doltFlavor, in dolt.go).
+// and bd v1.3.x on a dolt sql-server (doltFlavor, in dolt.go). What a
+// flavor cannot say as data (how a transaction is framed, how a move is
+// written) is its engine's (engine.go).
 type flavor struct {
 	version    Version
-	dolt       bool                             // a Dolt server workspace (bd v1.3.x): MySQL's dialect, bd's leases table, row_lock fencing
 	under      func(root string) sq.Sqlizer     // true for a row i that bd ready --parent root lists
 	source     string                           // the rows readiness ranges over, aliased i: issues (and, on Dolt, bd's wisps)
 	sourceOf   func(id string) sq.SelectBuilder // source narrowed to one id, where the server would not narrow it (nil: a WHERE on i.id does)
@@ -45,11 +46,15 @@ type flavor struct {
 
 	// bd ready's exclusions: those that do not change with the clock
 	// (built once), the types it never lists (unless --type asks), and
-	// whether defer_until counts.
+	// those of defer_until as of now (the database's datetime form).
 	ready         []rule
 	excludedTypes []string
 	idPatterns    []string // ids containing one of them are never ready
-	deferred      bool
+	deferral      func(now string) []rule
+	// hybrid is the ORDER BY clause (and its arguments) of the hybrid
+	// sort as of now: recent issues (48h) by priority first, then the
+	// older ones by age.
+	hybrid func(now string) (string, []any)
 }
 
 // The time layouts of bd's SQLite workspaces, one per format.
@@ -151,8 +156,10 @@ func sqliteFlavor(v Version, columns map[string]bool, idPatterns string) flavor 
 		eventTime: sqliteTime, rowTime: rowTime, history: sqliteHistory,
 		notBlocked: rule{"blocked", "it is blocked by an open dependency (blocked_issues_cache)",
 			sq.Expr("NOT EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = i.id)")},
-		leaseExpired: leaseExpired,
-		deferred:     columns["defer_until"] && v.AtLeast(0, 43, 0),
+		leaseExpired: leaseExpired, deferral: noDeferral, hybrid: sqliteHybrid,
+	}
+	if columns["defer_until"] && v.AtLeast(0, 43, 0) {
+		f.deferral = sqliteDeferral
 	}
 	if !v.AtLeast(0, 30, 7) { // bd up to v0.30.6 hashes nine fields and a raw external_ref
 		f.hash, f.payload = legacyHash, legacyJSON
@@ -227,17 +234,25 @@ func (f flavor) readyRules(rules []rule, now string, typeFilter bool) []rule {
 	if len(f.excludedTypes) > 0 && !typeFilter {
 		rules = append(rules, rule{"excluded_type", "its type (" + strings.Join(f.excludedTypes, ", ") + ") is never ready", sq.NotEq{"i.issue_type": f.excludedTypes}})
 	}
-	switch {
-	case f.dolt:
-		rules = append(rules, rule{"deferred", "it is deferred (defer_until is in the future)",
-			sq.Expr("(i.defer_until IS NULL OR i.defer_until <= ?)", now)},
-			rule{"deferred_parent", "its parent is deferred (defer_until is in the future)",
-				sq.Expr(`i.id NOT IN (`+doltDeferredChildren+`)`, now, now, now, now)})
-	case f.deferred:
-		rules = append(rules, rule{"deferred", "it is deferred (defer_until is in the future)",
-			sq.Expr("(i.defer_until IS NULL OR datetime(i.defer_until) <= datetime(?))", now)})
-	}
-	return rules
+	return append(rules, f.deferral(now)...)
+}
+
+// noDeferral is bd ready before defer_until (bd < v0.43): nothing is deferred.
+func noDeferral(string) []rule { return nil }
+
+// sqliteDeferral is bd ready's defer_until rule on SQLite.
+func sqliteDeferral(now string) []rule {
+	return []rule{{"deferred", "it is deferred (defer_until is in the future)",
+		sq.Expr("(i.defer_until IS NULL OR datetime(i.defer_until) <= datetime(?))", now)}}
+}
+
+// sqliteHybrid is bd's hybrid policy on SQLite, with bd's datetime('now')
+// bound to our clock.
+func sqliteHybrid(now string) (string, []any) {
+	return `CASE WHEN datetime(i.created_at) >= datetime(?, '-48 hours') THEN 0 ELSE 1 END ASC,
+	CASE WHEN datetime(i.created_at) >= datetime(?, '-48 hours') THEN i.priority ELSE NULL END ASC,
+	CASE WHEN datetime(i.created_at) < datetime(?, '-48 hours') THEN i.created_at ELSE NULL END ASC,
+	i.created_at ASC, i.id ASC`, []any{now, now, now}
 }
 
 // eventAt is t as the flavor writes an event's time.
@@ -263,18 +278,7 @@ func (f flavor) order(s Sort, now string) (string, []any) {
 	case SortOldest:
 		return "i.created_at ASC, i.id ASC", nil
 	case SortHybrid:
-		if f.dolt { // bd v1.3.0's (sqlbuild.BuildReadyWorkOrder), its cutoff from our clock
-			cutoff, _ := time.Parse(f.eventTime, now)
-			c := cutoff.Add(-48 * time.Hour).Format(f.eventTime)
-			return `CASE WHEN i.created_at >= ? THEN 0 ELSE 1 END ASC,
-	CASE WHEN i.created_at >= ? THEN i.priority ELSE 999 END ASC,
-	i.created_at ASC, i.id ASC`, []any{c, c}
-		}
-		// bd's hybrid policy, with bd's datetime('now') bound to our clock.
-		return `CASE WHEN datetime(i.created_at) >= datetime(?, '-48 hours') THEN 0 ELSE 1 END ASC,
-	CASE WHEN datetime(i.created_at) >= datetime(?, '-48 hours') THEN i.priority ELSE NULL END ASC,
-	CASE WHEN datetime(i.created_at) < datetime(?, '-48 hours') THEN i.created_at ELSE NULL END ASC,
-	i.created_at ASC, i.id ASC`, []any{now, now, now}
+		return f.hybrid(now)
 	default:
 		return "i.priority ASC, i.created_at ASC, i.id ASC", nil
 	}

@@ -31,7 +31,7 @@ func TestContentHashMatchesBd(t *testing.T) {
 			s := openFixture(t, v)
 			matched := 0
 			for _, id := range claimtest.Strings(t, s.conn, "SELECT id FROM issues ORDER BY id") {
-				r, err := s.txn(context.Background(), nil).read(id)
+				r, err := s.txn(context.Background(), nil).x.read(id)
 				assert.NilError(t, err)
 				if s.flavor.contentHash(r) == r.ContentHash {
 					matched++
@@ -71,7 +71,7 @@ func TestEventOldValueMatchesBd(t *testing.T) {
 					Assignee  *string `json:"assignee"`
 					UpdatedAt *string `json:"updated_at"`
 				}{&before.Status, &before.Assignee, &before.UpdatedAt}))
-				r, err := s.txn(context.Background(), nil).read(e.id)
+				r, err := s.txn(context.Background(), nil).x.read(e.id)
 				assert.NilError(t, err)
 				r.cols["status"] = sql.NullString{String: before.Status, Valid: true}
 				r.cols["assignee"] = sql.NullString{String: before.Assignee, Valid: true}

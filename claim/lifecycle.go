@@ -3,13 +3,9 @@ package claim
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/bdclaim/bd-claim/db"
-	"github.com/bdclaim/bd-claim/db/dolt"
 )
 
 // Released is the outcome of a release.
@@ -24,7 +20,7 @@ type Released struct {
 // holds checks that agent holds issue id (under claimID, when not 0) and
 // returns its claim.
 func (t *txn) holds(id, agent string, claimID int64) (claimEvent, error) {
-	c, err := t.issue(id)
+	c, err := t.x.claimState(id)
 	switch {
 	case err != nil:
 	case c.Status != "in_progress" || c.Holder != agent:
@@ -35,9 +31,10 @@ func (t *txn) holds(id, agent string, claimID int64) (claimEvent, error) {
 	return c, err
 }
 
-// Release gives an issue back: in_progress → open and unassigned, as
-// `bd update --status open --assignee ""` writes it, with the reason in the
-// event's comment. A failed attempt counts towards the issue's backoff;
+// Release gives an issue back: in_progress → open and unassigned, as the
+// workspace's bd writes a release (engineTx.unclaim: `bd update --status
+// open --assignee ""` on SQLite, `bd unclaim` on Dolt), with the reason in
+// the event's comment. A failed attempt counts towards the issue's backoff;
 // the one that reaches the policy's MaxFailures abandons the issue: it gets
 // the abandoned label, as `bd label add` writes it.
 func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, error) {
@@ -51,7 +48,7 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 		if err != nil {
 			return err
 		}
-		r, err := t.read(req.ID)
+		r, err := t.x.read(req.ID)
 		if err != nil {
 			return err
 		}
@@ -59,14 +56,14 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 		if req.Failed && c.wisp {
 			return Errorf(EInvalid, "%s is a wisp (bd's wisps table): bd-claim keeps no failure history for wisps; release it without --failed", req.ID)
 		}
-		if err := t.unclaim(r, req); err != nil {
+		if err := t.x.unclaim(r, req); err != nil {
 			return err
 		}
 		if !req.Failed {
 			if req.Reason == "" {
 				return nil
 			}
-			return t.comment(r.ID, req.Agent, fmt.Sprintf("bd-claim: %s released the issue: %s", req.Agent, req.Reason))
+			return t.x.comment(r.ID, req.Agent, fmt.Sprintf("bd-claim: %s released the issue: %s", req.Agent, req.Reason))
 		}
 		reason := cmp.Or(req.Reason, noReason)
 		a, err := t.attempts(r.ID)
@@ -83,7 +80,7 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 				return err
 			}
 		}
-		return t.comment(r.ID, req.Agent, note)
+		return t.x.comment(r.ID, req.Agent, note)
 	})
 	return out, err
 }
@@ -91,46 +88,23 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 // noReason is the reason of a failed release that gives none.
 const noReason = "no reason given"
 
-// unclaim writes agent's release of r: in_progress → open and unassigned,
-// with the reason in the event's comment, as the flavor records a release
-// (a failed one counts towards the backoff).
-func (t *txn) unclaim(r *row, req ReleaseRequest) error {
+// releaseComment is the comment of a release's event, as the protocol
+// records a release: its prefix (a failed attempt counts towards the
+// backoff) and its reason.
+func releaseComment(req ReleaseRequest) string {
 	prefix := releasedPrefix
 	if req.Failed {
 		prefix = failedPrefix
 	}
-	if t.flavor.dolt {
-		var comment sql.NullString
-		if req.Reason != "" || req.Failed { // bd unclaim leaves it NULL
-			comment = text(prefix + cmp.Or(req.Reason, noReason))
-		}
-		return t.doltRelease(r, req.Agent, comment)
-	}
-	_, err := t.transition(r, move{actor: req.Agent, status: "open", event: "status_changed", comment: prefix + cmp.Or(req.Reason, noReason)})
-	return err
-}
-
-// comment adds a comment as `bd comments add` does, so that bd show lists
-// it and bd export carries it. On Dolt it adds none: the events' comments
-// carry bd-claim's notes there (bd v1.3's comments need ids and times of
-// their own that bd-claim does not reproduce yet).
-func (t *txn) comment(id, author, text string) error {
-	if t.flavor.dolt {
-		return nil
-	}
-	err := t.q.CommentInsert(t.ctx, t.conn, db.CommentInsertParams{IssueID: id, Author: author, Text: text, CreatedAt: t.flavor.eventAt(t.now)})
-	if err == nil {
-		err = t.dirty(id, t.flavor.rowAt(t.now))
-	}
-	return err
+	return prefix + cmp.Or(req.Reason, noReason)
 }
 
 // label adds or removes a label as bd's AddLabel and RemoveLabel do: the
-// label row, a label_added or label_removed event, a dirty mark; neither
-// updated_at nor the content hash changes. It does nothing when there is
-// nothing to change.
+// label row, and the engine's record of the change (a label_added or
+// label_removed event); neither updated_at nor the content hash changes.
+// It does nothing when there is nothing to change.
 func (t *txn) label(r *row, actor, label string, add bool) error {
-	n, err := t.labelSet(r.ID, label, add)
+	n, err := t.x.labelSet(r.ID, label, add)
 	if err != nil || n == 0 {
 		return err
 	}
@@ -143,54 +117,12 @@ func (t *txn) label(r *row, actor, label string, add bool) error {
 		r.Labels = append(r.Labels, label)
 		slices.Sort(r.Labels)
 	}
-	if t.flavor.dolt {
-		t.labels = true
-		if t.commit == "" { // bd's message; a release's own message covers it
-			t.commit = "bd: label " + verb + " " + r.ID
-		}
-		return t.doltEvent(false, r.ID, event, actor, sql.NullString{}, sql.NullString{}, text(comment))
-	}
-	if _, err = t.event(r.ID, event, actor, sql.NullString{}, sql.NullString{}, comment); err == nil {
-		err = t.dirty(r.ID, t.flavor.rowAt(t.now))
-	}
-	return err
+	return t.x.labelled(r, actor, verb, event, comment)
 }
 
-// labelSet adds or removes the label row: 0 when there was nothing to
-// change.
-func (t *txn) labelSet(id, label string, add bool) (int64, error) {
-	switch {
-	case t.flavor.dolt && add:
-		return t.dq.LabelAdd(t.ctx, t.conn, dolt.LabelAddParams{IssueID: id, Label: label})
-	case t.flavor.dolt:
-		return t.dq.LabelRemove(t.ctx, t.conn, dolt.LabelRemoveParams{IssueID: id, Label: label})
-	case add:
-		return t.q.LabelAdd(t.ctx, t.conn, db.LabelAddParams{IssueID: id, Label: label})
-	}
-	return t.q.LabelRemove(t.ctx, t.conn, db.LabelRemoveParams{IssueID: id, Label: label})
-}
-
-// renew writes a new lease into the comment of agent's claim c of issue
-// id, in place: a heartbeat adds no row. d 0 renews by the claim's own
-// lease length.
-func (t *txn) renew(id, agent string, c claimEvent, d time.Duration) (*Lease, error) {
-	if c.ID == 0 || c.Actor != agent {
-		return nil, Errorf(ENotClaimable, "issue %s was assigned to %s by %q, not claimed by %s itself, so its claim has no lease to renew: release it and claim it with bd-claim", id, agent, c.Actor, agent)
-	}
-	if d == 0 {
-		old := parseLease(c.Comment)
-		if old == nil || old.Duration <= 0 {
-			return nil, Errorf(EInvalid, "claim %d of issue %s has no lease: give its length with --lease", c.ID, id)
-		}
-		d = old.Duration
-	}
-	l := newLease(t.now, d)
-	_, err := t.q.EventCommentSet(t.ctx, t.conn, db.EventCommentSetParams{ID: c.ID, Comment: text(l.comment())})
-	return l, err
-}
-
-// Heartbeat renews the lease of a claim Agent holds. It rewrites the
-// claim event's comment: no row is added per beat, and the issue row, its
+// Heartbeat renews the lease of a claim Agent holds, where the engine
+// keeps leases (engineTx.renew: the claim event's comment on SQLite, bd's
+// leases row on Dolt): no row is added per beat, and the issue row, its
 // hash and its export are untouched. A lease that has expired but was not
 // yet taken over or reaped can still be renewed.
 func (s *Store) Heartbeat(ctx context.Context, req HeartbeatRequest) (Result, error) {
@@ -203,15 +135,11 @@ func (s *Store) Heartbeat(ctx context.Context, req HeartbeatRequest) (Result, er
 		if err != nil {
 			return err
 		}
-		renew := t.renew
-		if t.flavor.dolt {
-			renew = t.doltRenew
-		}
-		lease, err := renew(req.ID, req.Agent, c, req.Lease)
+		lease, err := t.x.renew(req.ID, req.Agent, c, req.Lease)
 		if err != nil {
 			return err
 		}
-		r, err := t.read(req.ID)
+		r, err := t.x.read(req.ID)
 		if err != nil {
 			return err
 		}
@@ -241,7 +169,7 @@ func (s *Store) Reset(ctx context.Context, req ResetRequest) (Reset, error) {
 	}
 	var out Reset
 	err := s.write(ctx, "reset an issue", func(t *txn) error {
-		r, err := t.read(req.ID)
+		r, err := t.x.read(req.ID)
 		if ok, err := found(err); !ok {
 			return cmp.Or(err, t.notFound(req.ID))
 		}
@@ -250,31 +178,15 @@ func (s *Store) Reset(ctx context.Context, req ResetRequest) (Reset, error) {
 		if err != nil || (a.Failures == 0 && !a.Labelled) {
 			return err
 		}
-		if err := t.resetMark(r, req.Actor, fmt.Sprintf("%scleared %s", resetPrefix, plural(a.Failures, "failed attempt"))); err != nil {
+		if err := t.x.resetMark(r, req.Actor, fmt.Sprintf("%scleared %s", resetPrefix, plural(a.Failures, "failed attempt"))); err != nil {
 			return err
 		}
 		if err := t.label(r, req.Actor, t.policy.AbandonedLabel, false); err != nil {
 			return err
 		}
-		return t.comment(req.ID, req.Actor, fmt.Sprintf("bd-claim: %s reset the attempt history (%s cleared)", req.Actor, plural(a.Failures, "failed attempt")))
+		return t.x.comment(req.ID, req.Actor, fmt.Sprintf("bd-claim: %s reset the attempt history (%s cleared)", req.Actor, plural(a.Failures, "failed attempt")))
 	})
 	return out, err
-}
-
-// resetMark records a reset: failed attempts before it stop counting. On
-// SQLite the issue is touched (bd's AddComment does) and a commented event
-// marks the place; on Dolt only the event (events are not versioned).
-func (t *txn) resetMark(r *row, actor, comment string) error {
-	if t.flavor.dolt {
-		return t.doltEvent(false, r.ID, "commented", actor, sql.NullString{}, sql.NullString{}, text(comment))
-	}
-	updated := t.flavor.updatedAt(t.now, r.UpdatedAt)
-	if _, err := t.q.IssueTouch(t.ctx, t.conn, db.IssueTouchParams{UpdatedAt: updated, ID: r.ID}); err != nil {
-		return err
-	}
-	r.UpdatedAt = updated
-	_, err := t.event(r.ID, "commented", actor, sql.NullString{}, sql.NullString{}, comment)
-	return err
 }
 
 // Expired is a claim whose lease ended.
@@ -297,13 +209,7 @@ func (t *txn) expire(r *row, actor string, h Holder, next string) error {
 	if h.LeaseUntil != nil {
 		note = fmt.Sprintf("lease of %s (claim %d) ended %s; %s", h.Agent, h.ClaimID, h.LeaseUntil.Format(time.RFC3339), next)
 	}
-	if t.flavor.dolt {
-		return t.doltExpire(r, actor, h.Agent, expiredPrefix+note)
-	}
-	if _, err := t.transition(r, move{actor: actor, status: "open", event: "status_changed", comment: expiredPrefix + note}); err != nil {
-		return err
-	}
-	return t.comment(r.ID, actor, "bd-claim: "+note)
+	return t.x.endClaim(r, actor, h.Agent, note)
 }
 
 // Reap returns every claim whose lease has expired to open, in one
@@ -315,7 +221,7 @@ func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired,
 	var out []Expired
 	find := func(t *txn) error {
 		out = []Expired{}
-		held, err := t.held()
+		held, err := t.x.held()
 		for _, c := range held {
 			if c.Expired {
 				out = append(out, c.expired())
@@ -331,7 +237,7 @@ func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired,
 			return err
 		}
 		for _, e := range out {
-			r, err := t.read(e.ID)
+			r, err := t.x.read(e.ID)
 			if err != nil {
 				return err
 			}
@@ -339,9 +245,7 @@ func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired,
 				return err
 			}
 		}
-		if len(out) > 0 && t.flavor.dolt {
-			t.commit = fmt.Sprintf("bd: reclaim %d expired lease(s)", len(out)) // bd reclaim's message
-		}
+		t.x.reaped(len(out))
 		return nil
 	})
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 func orderOf(s *Store, agent string) *queue {
 	var f Filters
 	_ = f.Validate()
-	return s.queues.of(Request{Agent: agent, Filters: f})
+	return sqliteOf(s).queues.of(Request{Agent: agent, Filters: f})
 }
 
 // clockedFixture opens a Store on a copy of the v0.49.6 fixture whose clock
@@ -96,7 +96,7 @@ func TestQueueNoticesChanges(t *testing.T) {
 
 	// The Store's own connection closes the next issue: the version stays,
 	// the check of the queued issue skips it.
-	_, err = s.writer.ExecContext(ctx, "UPDATE issues SET status = 'closed', closed_at = '2030-01-01T00:00:00Z' WHERE id = ?", order[5])
+	_, err = sqliteOf(s).writer.ExecContext(ctx, "UPDATE issues SET status = 'closed', closed_at = '2030-01-01T00:00:00Z' WHERE id = ?", order[5])
 	assert.NilError(t, err)
 	assert.Equal(t, claimNext(), order[6])
 
@@ -166,7 +166,7 @@ func TestQueueOrderQueryFails(t *testing.T) {
 		_, err := s.Claim(ctx, Request{Agent: "q"})
 		assert.NilError(t, err)
 	}
-	_, err := s.writer.ExecContext(ctx, "DROP TABLE blocked_issues_cache")
+	_, err := sqliteOf(s).writer.ExecContext(ctx, "DROP TABLE blocked_issues_cache")
 	assert.NilError(t, err)
 	_, err = s.Claim(ctx, Request{Agent: "q"})
 	assert.ErrorContains(t, err, "no such table: blocked_issues_cache")
@@ -184,12 +184,12 @@ func TestQueuesPerAgent(t *testing.T) {
 		assert.Assert(t, !seen[iss.ID], "%s claimed twice", iss.ID)
 		seen[iss.ID] = true
 	}
-	assert.Equal(t, len(s.queues), 3)
+	assert.Equal(t, len(sqliteOf(s).queues), 3)
 	for i := range maxQueues + 1 {
-		s.queues.of(Request{Agent: string(rune('A' + i))})
+		sqliteOf(s).queues.of(Request{Agent: string(rune('A' + i))})
 	}
 	// 3 + 65 orders: the 62nd new one found 64 and started over.
-	assert.Equal(t, len(s.queues), 4, "started over when full")
+	assert.Equal(t, len(sqliteOf(s).queues), 4, "started over when full")
 }
 
 // twoStores opens two Stores on one copy of the v0.49.6 fixture.
@@ -213,7 +213,7 @@ func TestHeadTakenMeanwhile(t *testing.T) {
 	s, other := twoStores(t)
 	req := Request{Agent: "h"}
 	assert.NilError(t, req.Validate()) // the priority order: the head is the most urgent priority's
-	head, d, err := s.head(ctx, req)
+	head, d, err := s.eng.ahead(ctx, req)
 	assert.NilError(t, err)
 	d.place.Leave()
 	assert.Assert(t, len(head) > 0 && len(head) < len(order), "%d of %d", len(head), len(order))
@@ -224,13 +224,13 @@ func TestHeadTakenMeanwhile(t *testing.T) {
 	}
 	var got string
 	err = s.write(ctx, "claim an issue", func(t *txn) error {
-		c, err := t.choose(req, nil, head)
+		c, err := t.choose(req, head)
 		got = c.r.ID
 		return err
 	})
 	assert.NilError(t, err)
 	assert.Equal(t, got, order[len(head)])
-	again, d, err := s.head(ctx, req)
+	again, d, err := s.eng.ahead(ctx, req)
 	assert.NilError(t, err)
 	assert.Assert(t, again == nil && d.at.IsZero(), "only a Store's first claim reads ahead")
 }
@@ -248,7 +248,7 @@ func TestHeadCheckedInOrder(t *testing.T) {
 	assert.NilError(t, err)
 	_, err = other.Release(ctx, ReleaseRequest{Agent: "f", ID: first.Issue.ID, Failed: true, Reason: "crashed"})
 	assert.NilError(t, err)
-	head, d, err := s.head(ctx, req)
+	head, d, err := s.eng.ahead(ctx, req)
 	assert.NilError(t, err)
 	d.place.Leave()
 	assert.Assert(t, len(head) >= 4, "%d", len(head))
@@ -257,7 +257,7 @@ func TestHeadCheckedInOrder(t *testing.T) {
 	assert.NilError(t, err)
 	got := func(head []string) (id string) {
 		err := s.write(ctx, "claim an issue", func(t *txn) error {
-			c, err := t.choose(req, nil, head)
+			c, err := t.choose(req, head)
 			id = c.r.ID
 			return err
 		})
@@ -267,3 +267,6 @@ func TestHeadCheckedInOrder(t *testing.T) {
 	assert.Equal(t, got(head), head[2], "in backoff, taken, then the first claimable")
 	assert.Equal(t, got([]string{head[3], head[2]}), head[3], "in the order read")
 }
+
+// sqliteOf is the engine of a Store on a SQLite workspace.
+func sqliteOf(s *Store) *sqliteEngine { return s.eng.(*sqliteEngine) }

@@ -6,9 +6,6 @@ import (
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
-
-	"github.com/bdclaim/bd-claim/db"
-	"github.com/bdclaim/bd-claim/db/dolt"
 )
 
 // Stats is the state of a workspace's claims, read in one transaction.
@@ -82,7 +79,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		ExpiredLeases: []Expired{}, Backoff: []Backoff{}, Abandoned: []Abandoned{},
 		Policy: PolicyJSON{p.BackoffInitial.String(), p.BackoffMultiplier, p.BackoffMax.String(), p.MaxFailures, p.AbandonedLabel},
 	}
-	tx, err := s.conn.BeginTx(ctx, nil) // a read: one snapshot for every figure
+	tx, err := s.eng.snapshot(ctx) // a read: one snapshot for every figure, no write lock
 	if err != nil {
 		return st, classify(err, "read the stats")
 	}
@@ -112,7 +109,7 @@ func (t *txn) stats(st *Stats) error {
 		st.ReadyByPriority[fmt.Sprintf("P%d", p)] = n
 		st.Ready += n
 	}
-	held, err := t.held()
+	held, err := t.x.held()
 	if err != nil {
 		return err
 	}
@@ -146,18 +143,6 @@ func (t *txn) stats(st *Stats) error {
 	if err != nil {
 		return err
 	}
-	st.LastHour, err = t.eventCounts(t.now.Add(-time.Hour))
+	st.LastHour, err = t.x.eventCounts(t.now.Add(-time.Hour))
 	return err
-}
-
-// eventCounts counts the lifecycle events recorded since a time.
-func (t *txn) eventCounts(since time.Time) (EventCounts, error) {
-	if t.flavor.dolt {
-		ev, err := t.dq.EventCountsSince(t.ctx, t.conn, dolt.EventCountsSinceParams{Since: since.UTC(), Failed: text(like(failedPrefix))})
-		return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}, err
-	}
-	ev, err := t.q.EventCountsSince(t.ctx, t.conn, db.EventCountsSinceParams{
-		Since: t.flavor.eventAt(since), Released: like(releasedPrefix), Failed: like(failedPrefix), Expired: like(expiredPrefix),
-	})
-	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}, err
 }

@@ -91,3 +91,22 @@ func TestStats(t *testing.T) {
 	assert.Equal(t, sum, st.Ready)
 	assert.Equal(t, len(st.ReadyByPriority), 5)
 }
+
+// stats is a read: it opens a read transaction, which a writer holding the
+// write lock elsewhere (another process's claim, bd's own write) does not
+// hold up, rather than taking the write lock itself.
+func TestStatsBesideWriter(t *testing.T) {
+	t.Parallel()
+	root := fixture(t, "0.49.6")
+	s := openStore(t, root, claim.Options{BusyTimeout: 50 * time.Millisecond, Retry: claim.Retry{Attempts: 1}})
+	ctx := context.Background()
+	writer, err := claimtest.Open(t, claimtest.DBPath(root)).Conn(ctx)
+	assert.NilError(t, err)
+	defer writer.Close()
+	_, err = writer.ExecContext(ctx, "BEGIN IMMEDIATE")
+	assert.NilError(t, err)
+	defer writer.ExecContext(ctx, "ROLLBACK")
+	st, err := s.Stats(ctx)
+	assert.NilError(t, err)
+	assert.Assert(t, st.Ready > 0)
+}

@@ -2,7 +2,6 @@ package claim
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -36,7 +35,7 @@ func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 	look := req
 	look.DryRun = true
 	for {
-		seen, looked := s.changes(ctx, conn), time.Now()
+		seen, looked := s.eng.changes(ctx, conn), time.Now()
 		res, err := s.claimOnce(ctx, look)
 		if err == nil && res.Issue != nil && !req.DryRun {
 			res, err = s.claimOnce(ctx, req) // another agent may win it: then wait on
@@ -60,28 +59,11 @@ func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 				return res, nil
 			case <-tick.C:
 			}
-			if s.changes(ctx, conn) != seen || time.Since(looked) >= waitLookEvery {
+			if s.eng.changes(ctx, conn) != seen || time.Since(looked) >= waitLookEvery {
 				break
 			}
 		}
 	}
-}
-
-// changes is the database's change signal, read on conn: a value that is
-// new after another connection's commit and stays the same while nothing
-// is written. SQLite: PRAGMA data_version (one counter, no query). Dolt:
-// the working set's hash (WorkingSetHash: one round trip, a third to a
-// fifth of a look; BENCHMARKS.md), read under autocommit, so in a
-// transaction of its own that sees the latest commit (inside a transaction
-// it would keep the snapshot's). "" on an error: the timed look still runs.
-func (s *Store) changes(ctx context.Context, conn *sql.Conn) string {
-	if s.flavor.dolt {
-		h, _ := s.dq.WorkingSetHash(ctx, conn)
-		return h
-	}
-	var v string // the counter, as text
-	_ = conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
-	return v
 }
 
 // suffix is reason in parentheses after a space, or "" for none.

@@ -24,15 +24,15 @@ func TestDoltChangesSignal(t *testing.T) {
 	conn, err := s.conn.Conn(ctx)
 	assert.NilError(t, err)
 	defer conn.Close()
-	seen := s.changes(ctx, conn)
+	seen := s.eng.changes(ctx, conn)
 	assert.Equal(t, len(seen), 32, "a Dolt hash: %q", seen)
 	same := func(why string) {
 		t.Helper()
-		assert.Equal(t, s.changes(ctx, conn), seen, why)
+		assert.Equal(t, s.eng.changes(ctx, conn), seen, why)
 	}
 	changed := func(why string) {
 		t.Helper()
-		now := s.changes(ctx, conn)
+		now := s.eng.changes(ctx, conn)
 		assert.Assert(t, now != seen && now != "", "%s: still %q", why, now)
 		seen = now
 	}

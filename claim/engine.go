@@ -1,0 +1,87 @@
+package claim
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// engine is what a database engine does for a Store: its transaction
+// frame, its change signal and its read snapshot. A Store picks its engine
+// once, when it opens the workspace (Open), and never asks which one it
+// has: where engines differ, the engine's method says so.
+//
+// The methods are the operations the two engines bd-claim writes perform
+// today, not a guess at a third: SQLite (bd v0.27-v0.50: sqliteEngine, one
+// writer at a time behind a kernel queue of bd-claim's writers and BEGIN
+// IMMEDIATE) and a Dolt sql-server (bd v1.3.x: doltEngine, a server-wide
+// named lock, optimistic commits, a Dolt commit after the SQL commit).
+type engine interface {
+	// write runs fn in one write transaction of the engine's frame, on
+	// the place d in the engine's queue of writers (when the claim took
+	// one to read ahead), tried again whole while the engine finds the
+	// try worth repeating (the clock read anew each try). fn's committed
+	// hooks (txn.done) run once it has committed. ctx is not cancelled:
+	// once begun, a write runs to its end.
+	write(ctx context.Context, doing string, d deck, fn func(*txn) error) error
+	// ahead reads, before the write lock, the first candidates of a
+	// claim-next, and takes a place in the queue of writers for its turn
+	// (none when the engine does not read ahead).
+	ahead(ctx context.Context, req Request) ([]string, deck, error)
+	// bind makes the operations of transaction t on tx (the pool when tx
+	// is nil), and sets t's handle.
+	bind(t *txn, tx *sql.Tx) engineTx
+	// snapshot begins the read transaction in which stats reads every
+	// figure: one snapshot, no write lock.
+	snapshot(ctx context.Context) (*sql.Tx, error)
+	// changes is the database's change signal read on conn: a value that
+	// is new after another connection's commit and stays the same while
+	// nothing is written ("" when it cannot be read).
+	changes(ctx context.Context, conn *sql.Conn) string
+	close() error
+}
+
+// engineTx is what differs between engines inside one transaction: how
+// the claim of an issue is read, and how each move of the lifecycle is
+// written, as the bd of that engine writes it.
+type engineTx interface {
+	// claimState reads issue id's status, holder and current claim;
+	// ISSUE_NOT_FOUND when there is no such issue.
+	claimState(id string) (claimEvent, error)
+	// held lists every in_progress issue with its claim, by holder then id.
+	held() ([]claimEvent, error)
+	// heldCount counts the in_progress issues agent holds.
+	heldCount(agent string) (int64, error)
+	// read loads issue id for a write.
+	read(id string) (*row, error)
+	// narrow leaves out of spec the rules that cannot refuse anything
+	// in this transaction's snapshot.
+	narrow(spec readySpec) (readySpec, error)
+	// next finds the issue a claim-next takes: the first claimable of
+	// head (the candidates read ahead), else of spec, in claim order.
+	next(spec readySpec, req Request, head []string) (string, bool, error)
+	// take writes claim c as bd writes one.
+	take(c choice, req Request) (Result, error)
+	// unclaim writes req.Agent's release of r as bd records a release,
+	// with the reason (releaseComment) where bd's footprint has room.
+	unclaim(r *row, req ReleaseRequest) error
+	// endClaim ends the expired claim of r by holder, with bd-claim's
+	// note: r is open and unassigned after it, as it now is.
+	endClaim(r *row, actor, holder, note string) error
+	// renew extends agent's lease of issue id (claim c) by d, else by the
+	// lease's own length.
+	renew(id, agent string, c claimEvent, d time.Duration) (*Lease, error)
+	// labelSet adds or removes a label row: 0 when there was nothing to
+	// change. labelled records the change as bd's label command does.
+	labelSet(id, label string, add bool) (int64, error)
+	labelled(r *row, actor, verb, event, comment string) error
+	// comment adds a comment as `bd comments add` does (an engine whose
+	// bd-claim notes live in the events' comments adds none).
+	comment(id, author, text string) error
+	// resetMark records a reset: failed attempts before it stop counting.
+	resetMark(r *row, actor, comment string) error
+	// reaped closes a reap that ended n expired claims.
+	reaped(n int)
+	// eventCounts counts the lifecycle events recorded since a time.
+	eventCounts(since time.Time) (EventCounts, error)
+}

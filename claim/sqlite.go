@@ -1,0 +1,424 @@
+package claim
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+
+	"github.com/bdclaim/bd-claim/db"
+)
+
+// sqliteEngine is the engine of a SQLite workspace (bd v0.27-v0.50): one
+// writer at a time, bd-claim's writers in a kernel queue (db.Queue) before
+// BEGIN IMMEDIATE, a busy database tried again, each statement prepared
+// once, and a claim-next that reads its candidates ahead of its turn.
+type sqliteEngine struct {
+	*Store
+	stmts *db.Stmts
+	q     *db.Queries
+	busy  time.Duration // SQLite's busy timeout
+	retry db.Retry
+	// writer is the connection every write transaction runs on, taken
+	// from the pool by the first (guarded by Store.writing): PRAGMA
+	// data_version, by which a remembered order (queue) tells another
+	// connection's writes from the Store's own, counts per connection.
+	writer    *sql.Conn
+	handoff   *db.Queue // the writers' queue across processes, opened by the first writer (queue)
+	handoffOn sync.Once
+	queues    queues // guarded by Store.writing
+	readSQL   string // reads the flavor's columns of one issue (see read)
+	readAhead atomic.Bool
+}
+
+// openSQLite opens the SQLite database at ws.DBPath for s and checks who
+// wrote it (detectFlavor).
+func openSQLite(ctx context.Context, s *Store, o Options) error {
+	conn := db.Open(s.Workspace.DBPath, o.BusyTimeout)
+	fl, err := detectFlavor(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	// Every column is read as text (NULL stays NULL): bd's timestamps are
+	// text, and the hash encodes numbers as decimal text anyway.
+	exprs := make([]string, len(fl.readCols))
+	for i, c := range fl.readCols {
+		exprs[i] = "CAST(" + c + " AS TEXT)"
+	}
+	readSQL, _ := sq.Select(exprs...).From("issues").Where("id = ?").MustSql()
+	s.flavor, s.conn = fl, conn
+	s.eng = &sqliteEngine{Store: s, stmts: db.NewStmts(conn), q: db.New(), busy: o.BusyTimeout,
+		retry: db.Retry(o.Retry), queues: queues{}, readSQL: readSQL}
+	return nil
+}
+
+func (e *sqliteEngine) close() error {
+	e.stmts.Close()
+	if e.handoff != nil {
+		e.handoff.Close()
+	}
+	if e.writer != nil {
+		e.writer.Close()
+	}
+	return e.conn.Close()
+}
+
+// queue returns the writers' queue, which the first writer opens (a Store
+// that only reads makes no lock file).
+func (e *sqliteEngine) queue() *db.Queue {
+	e.handoffOn.Do(func() { e.handoff = db.OpenQueue(db.QueueDir(), e.Workspace.DBPath) })
+	return e.handoff
+}
+
+// queueWait is how long a writer waits in the queue, deck included: the
+// busy timeouts of all its tries but the last (at least one).
+func (e *sqliteEngine) queueWait() time.Duration {
+	return e.busy * time.Duration(max(1, e.retry.Attempts-1))
+}
+
+// write is SQLite's frame: every bd-claim writer of the database, in any
+// process, waits in a kernel queue (db.Queue: the next writer is woken the
+// moment the previous one leaves, where SQLite's busy handler sleeps up to
+// 100ms between looks at the lock, and serves an unlucky waiter last),
+// for the busy timeouts of all its tries but the last (at least one), then
+// goes on without it with that last try only, so that --timeout-ms bounds
+// the whole wait. A writer on the deck d waits for what is left of that
+// and leaves the deck once its turn has come. Then fn runs in one BEGIN
+// IMMEDIATE transaction (db.Tx: begin and commit errors wrapped, a panic
+// rolled back) on the Store's write connection, tried again whole while
+// the database is busy; the hooks run after the commit, still in the
+// queue.
+func (e *sqliteEngine) write(ctx context.Context, _ string, d deck, fn func(*txn) error) error {
+	wait, enter := e.queueWait(), e.queue().Enter
+	if !d.at.IsZero() {
+		wait -= time.Since(d.at)
+		enter = d.place.Enter // which leaves the deck once the turn comes
+	}
+	leave, missed := enter(wait)
+	defer leave()
+	retry := e.retry
+	if missed {
+		retry.Attempts = 1
+	}
+	if e.writer == nil {
+		var err error
+		if e.writer, err = e.conn.Conn(ctx); err != nil {
+			return err
+		}
+	}
+	t, err := e.tx(ctx, e.writer, retry, db.IsBusy, fn)
+	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
+		e.writer = nil // the pool replaces a broken connection; the next write takes another
+	}
+	if err != nil {
+		return err
+	}
+	t.done()
+	return nil
+}
+
+// headSize is how many candidates a first claim reads before it takes the
+// write lock.
+const headSize = 64
+
+// ahead reads, before the write lock is taken, the first candidates of a
+// Store's first claim-next (a claim process's only one): inside the lock,
+// the claim then only checks them in order, in one statement
+// (readySpec.firstOf), and sorts the candidates afresh only when none is
+// claimable any more. The lock is held for a few lookups instead of the
+// sort, which is most of a claim's work. Later claims of a Store use its
+// remembered order instead (queue). A candidate that became claimable
+// after the read, however urgent, waits for the next claim, as if the
+// claim had run at the read. It reads them on the writers' queue's deck
+// (db.Queue.Deck), which it returns: only the writes of the two writers
+// ahead (and any write that does not queue on the deck: bd's, a release,
+// an --id claim) come between the read and the claim's turn, where a
+// claim that read on arrival would find the candidates taken by every
+// writer queued before it, and sort afresh.
+func (e *sqliteEngine) ahead(ctx context.Context, req Request) ([]string, deck, error) {
+	if req.ID != "" || !e.readAhead.CompareAndSwap(false, true) {
+		return nil, deck{}, nil
+	}
+	d := deck{at: time.Now()}
+	d.place, _ = e.queue().Deck(e.queueWait()) // a missed deck leaves no time for the turn
+	var ids []string
+	err := e.look(ctx, "claim an issue", func(t *txn) error {
+		// Without the failure policy's rules: the lookups they make per
+		// candidate were half of this read, and inside the lock firstOf
+		// checks the candidates against every rule anyway.
+		spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now).without(rule.costly)
+		var id string
+		return t.each(spec.nextK(headSize), []any{&id}, func() { ids = append(ids, id) })
+	})
+	if err != nil {
+		d.place.Leave()
+	}
+	return ids, d, err
+}
+
+func (e *sqliteEngine) bind(t *txn, tx *sql.Tx) engineTx {
+	t.on(e.stmts.On(tx)) // each statement is prepared once
+	return sqliteTx{t, e}
+}
+
+// snapshot is a deferred BEGIN: a read that waits for no writer (the pool
+// begins write transactions with BEGIN IMMEDIATE).
+func (e *sqliteEngine) snapshot(ctx context.Context) (*sql.Tx, error) {
+	return e.conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+}
+
+// changes is PRAGMA data_version: one counter, no query.
+func (e *sqliteEngine) changes(ctx context.Context, conn *sql.Conn) string {
+	var v string // the counter, as text
+	_ = conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
+	return v
+}
+
+// sqliteTx is one transaction on a SQLite workspace.
+type sqliteTx struct {
+	*txn
+	e *sqliteEngine
+}
+
+func (x sqliteTx) claimState(id string) (claimEvent, error) {
+	var c claimEvent
+	ok, err := found(x.queryRow(claims(x.now).Where(sq.Eq{"i.id": id})).Scan(c.dest()...))
+	if err == nil && !ok {
+		err = x.notFound(id)
+	}
+	return c, err
+}
+
+func (x sqliteTx) held() ([]claimEvent, error) {
+	var out []claimEvent
+	var c claimEvent
+	err := x.each(claims(x.now).Where("i.status = 'in_progress'").OrderBy("2, 1"), c.dest(), func() { out = append(out, c) })
+	return out, err
+}
+
+func (x sqliteTx) heldCount(agent string) (int64, error) {
+	return x.e.q.IssueHeldCount(x.ctx, x.conn, agent)
+}
+
+// read loads one issue with the columns the flavor reads.
+func (x sqliteTx) read(id string) (*row, error) {
+	cols := x.flavor.readCols
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range cols {
+		ptrs[i] = &vals[i]
+	}
+	if err := x.conn.QueryRowContext(x.ctx, x.e.readSQL, id).Scan(ptrs...); err != nil {
+		return nil, err
+	}
+	labels, err := x.e.q.IssueLabels(x.ctx, x.conn, id)
+	if err != nil {
+		return nil, err
+	}
+	r := &row{cols: make(map[string]sql.NullString, len(cols))}
+	for i, c := range cols {
+		r.cols[c] = vals[i]
+	}
+	_ = json.Unmarshal([]byte(labels), &r.Labels) // SQLite's json_group_array output
+	r.ID, r.Title, r.Status = r.text("id"), r.text("title"), r.text("status")
+	r.Assignee, r.IssueType, r.ContentHash = r.text("assignee"), r.text("issue_type"), r.text("content_hash")
+	r.CreatedAt, r.UpdatedAt = r.text("created_at"), r.text("updated_at")
+	r.Priority, _ = strconv.Atoi(r.text("priority")) // INTEGER NOT NULL CHECK 0..4
+	if ref := r.cols["external_ref"]; ref.Valid {
+		r.ExternalRef = &ref.String
+	}
+	return r, nil
+}
+
+// narrow: every rule can refuse an issue on SQLite.
+func (x sqliteTx) narrow(spec readySpec) (readySpec, error) { return spec, nil }
+
+// next takes the first claimable of head; else a look (a dry run) sorts
+// the candidates, and a claim takes the next of the Store's remembered
+// order for req (queue).
+func (x sqliteTx) next(spec readySpec, req Request, head []string) (id string, ok bool, err error) {
+	if len(head) > 0 {
+		if ok, err = found(x.queryRow(spec.firstOf(head)).Scan(&id)); ok || err != nil {
+			return id, ok, err
+		}
+	}
+	if x.try == 0 {
+		ok, err = found(x.queryRow(spec.next()).Scan(&id))
+		return id, ok, err
+	}
+	return x.e.queues.of(req).next(x.txn, spec)
+}
+
+// take writes claim c as bd's UpdateIssue does (transition): a takeover
+// ends the expired claim first; an issue the agent holds already is
+// claimed again without a write, its lease renewed when req asks for one.
+// The Store's remembered orders learn of the claim once it commits.
+func (x sqliteTx) take(c choice, req Request) (Result, error) {
+	x.committed = append(x.committed, func() { x.e.queues.taken(c.r.ID, x.now) })
+	res := c.result()
+	if c.held != nil {
+		var err error
+		if req.Lease > 0 {
+			res.Lease, err = x.renew(req.ID, req.Agent, *c.held, req.Lease)
+		}
+		return res, err
+	}
+	if c.tookOver != nil {
+		if err := x.txn.expire(c.r, req.Agent, *c.tookOver, "taken over by "+req.Agent); err != nil {
+			return Result{}, err
+		}
+	}
+	res.Lease = newLease(x.now, req.Lease)
+	var comment string
+	if res.Lease != nil {
+		comment = res.Lease.comment()
+	}
+	var err error
+	res.ClaimID, err = x.transition(c.r, move{actor: req.Agent, status: "in_progress", assignee: req.Agent,
+		event: x.flavor.claimEvent, comment: comment})
+	return res, err
+}
+
+// unclaim writes the release as `bd update --status open --assignee ""`
+// does, the reason in the status_changed event's comment.
+func (x sqliteTx) unclaim(r *row, req ReleaseRequest) error {
+	_, err := x.transition(r, move{actor: req.Agent, status: "open", event: "status_changed", comment: releaseComment(req)})
+	return err
+}
+
+// endClaim writes the end of an expired claim as a status change to open,
+// unassigned, and adds bd-claim's note as a comment too.
+func (x sqliteTx) endClaim(r *row, actor, holder, note string) error {
+	if _, err := x.transition(r, move{actor: actor, status: "open", event: "status_changed", comment: expiredPrefix + note}); err != nil {
+		return err
+	}
+	return x.comment(r.ID, actor, "bd-claim: "+note)
+}
+
+// renew writes a new lease into the comment of agent's claim event, in
+// place: a heartbeat adds no row, and the issue row, its hash and its
+// export are untouched. d 0 renews by the claim's own lease length.
+func (x sqliteTx) renew(id, agent string, c claimEvent, d time.Duration) (*Lease, error) {
+	if c.ID == 0 || c.Actor != agent {
+		return nil, Errorf(ENotClaimable, "issue %s was assigned to %s by %q, not claimed by %s itself, so its claim has no lease to renew: release it and claim it with bd-claim", id, agent, c.Actor, agent)
+	}
+	if d == 0 {
+		old := parseLease(c.Comment)
+		if old == nil || old.Duration <= 0 {
+			return nil, Errorf(EInvalid, "claim %d of issue %s has no lease: give its length with --lease", c.ID, id)
+		}
+		d = old.Duration
+	}
+	l := newLease(x.now, d)
+	_, err := x.e.q.EventCommentSet(x.ctx, x.conn, db.EventCommentSetParams{ID: c.ID, Comment: text(l.comment())})
+	return l, err
+}
+
+func (x sqliteTx) labelSet(id, label string, add bool) (int64, error) {
+	if add {
+		return x.e.q.LabelAdd(x.ctx, x.conn, db.LabelAddParams{IssueID: id, Label: label})
+	}
+	return x.e.q.LabelRemove(x.ctx, x.conn, db.LabelRemoveParams{IssueID: id, Label: label})
+}
+
+// labelled records a label change as bd's AddLabel and RemoveLabel do: a
+// label_added or label_removed event and a dirty mark.
+func (x sqliteTx) labelled(r *row, actor, verb, event, comment string) error {
+	_, err := x.event(r.ID, event, actor, sql.NullString{}, sql.NullString{}, comment)
+	if err == nil {
+		err = x.dirty(r.ID, x.flavor.rowAt(x.now))
+	}
+	return err
+}
+
+// comment adds a comment as `bd comments add` does, so that bd show lists
+// it and bd export carries it.
+func (x sqliteTx) comment(id, author, text string) error {
+	err := x.e.q.CommentInsert(x.ctx, x.conn, db.CommentInsertParams{IssueID: id, Author: author, Text: text, CreatedAt: x.flavor.eventAt(x.now)})
+	if err == nil {
+		err = x.dirty(id, x.flavor.rowAt(x.now))
+	}
+	return err
+}
+
+// resetMark touches the issue (bd's AddComment does) and marks the place
+// with a commented event.
+func (x sqliteTx) resetMark(r *row, actor, comment string) error {
+	updated := x.flavor.updatedAt(x.now, r.UpdatedAt)
+	if _, err := x.e.q.IssueTouch(x.ctx, x.conn, db.IssueTouchParams{UpdatedAt: updated, ID: r.ID}); err != nil {
+		return err
+	}
+	r.UpdatedAt = updated
+	_, err := x.event(r.ID, "commented", actor, sql.NullString{}, sql.NullString{}, comment)
+	return err
+}
+
+// reaped: each expired claim was written in full.
+func (x sqliteTx) reaped(int) {}
+
+func (x sqliteTx) eventCounts(since time.Time) (EventCounts, error) {
+	ev, err := x.e.q.EventCountsSince(x.ctx, x.conn, db.EventCountsSinceParams{
+		Since: x.flavor.eventAt(since), Released: like(releasedPrefix), Failed: like(failedPrefix), Expired: like(expiredPrefix),
+	})
+	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}, err
+}
+
+// move is a change of an issue's status and holder, and the event that
+// records it.
+type move struct {
+	actor            string
+	status, assignee string
+	event, comment   string // the event's type and comment ("" for none)
+}
+
+// transition moves r as bd's UpdateIssue writes it: the row with a later
+// updated_at and a recomputed content hash (compare-and-swap on the status
+// and assignee it was read with), one event (old_value the issue as it
+// was, new_value the change) and one dirty mark. It returns the event's id
+// and leaves r as written.
+func (x sqliteTx) transition(r *row, m move) (int64, error) {
+	updated := x.flavor.updatedAt(x.now, r.UpdatedAt)
+	oldValue := x.flavor.eventOldValue(r)
+	oldStatus, oldAssignee := r.Status, r.Assignee
+	r.cols["status"], r.cols["assignee"] = text(m.status), text(m.assignee)
+	hash := x.flavor.contentHash(r)
+	r.cols["updated_at"], r.cols["content_hash"] = text(updated), text(hash)
+	r.Status, r.Assignee, r.ContentHash, r.UpdatedAt = m.status, m.assignee, hash, updated
+	n, err := x.e.q.IssueHolderSet(x.ctx, x.conn, db.IssueHolderSetParams{
+		Status: m.status, Assignee: m.assignee, UpdatedAt: updated, ContentHash: text(hash),
+		ID: r.ID, OldStatus: oldStatus, OldAssignee: oldAssignee,
+	})
+	if err == nil && n != 1 {
+		err = Errorf(EUnexpected, "issue %s changed while bd-claim held the write lock", r.ID)
+	}
+	if err != nil {
+		return 0, err
+	}
+	newValue, _ := json.Marshal(map[string]string{"assignee": m.assignee, "status": m.status})
+	id, err := x.event(r.ID, m.event, m.actor, text(oldValue), text(string(newValue)), m.comment)
+	if err == nil {
+		err = x.dirty(r.ID, updated)
+	}
+	return id, err
+}
+
+// event appends one audit event, dated now in bd's CURRENT_TIMESTAMP form.
+func (x sqliteTx) event(id, eventType, actor string, oldValue, newValue sql.NullString, comment string) (int64, error) {
+	return x.e.q.EventInsert(x.ctx, x.conn, db.EventInsertParams{
+		IssueID: id, EventType: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue,
+		Comment: optional(comment), CreatedAt: x.flavor.eventAt(x.now),
+	})
+}
+
+// dirty flags an issue for bd's next JSONL export.
+func (x sqliteTx) dirty(id, at string) error {
+	return x.e.q.DirtyIssueMark(x.ctx, x.conn, db.DirtyIssueMarkParams{IssueID: id, MarkedAt: at})
+}
