@@ -151,6 +151,11 @@ func claimFlagSet(fs *pflag.FlagSet, o *options) {
 }
 
 func claimCheck(o *options) error {
+	// An --id given empty (a script's unset variable, the MCP claim tool's
+	// "id": "") is a mistake: the library reads ID "" as claim-next.
+	if o.fs.Changed("id") && strings.TrimSpace(o.req.ID) == "" {
+		return claim.Errorf(claim.EInvalid, "--id is empty: give an issue id, or omit --id to claim the next ready issue")
+	}
 	if o.minPriority != "" {
 		p, err := claim.ParsePriority(o.minPriority)
 		if err != nil {

@@ -179,6 +179,11 @@ func TestBadInput(t *testing.T) {
 		{"negative timeout", 2, claim.EInvalid, "--timeout-ms must be 0 or more", fixtureWith("--agent", "a", "--timeout-ms", "-1")},
 		{"stray argument", 2, claim.EInvalid, `unexpected argument "claim"`, fixtureWith("--agent", "a", "claim")},
 		{"empty label", 2, claim.EInvalid, "empty value", fixtureWith("--agent", "a", "--label", "")},
+		// A script whose variable is empty: --id "" is a mistake, not "claim the next one".
+		{"empty id", 2, claim.EInvalid, "--id is empty: give an issue id, or omit --id to claim the next ready issue", fixtureWith("--agent", "a", "--id", "")},
+		{"blank id", 2, claim.EInvalid, "--id is empty", fixtureWith("--agent", "a", "--id", " ")},
+		{"empty id, human", 2, claim.EInvalid, "--id is empty", fixtureWith("--agent", "a", "--id=", "--human")},
+		{"empty id on a dry run", 2, claim.EInvalid, "--id is empty", fixtureWith("--agent", "a", "--id", "", "--dry-run")},
 		{"hostile label", 3, "", "", fixtureWith("--agent", "a", "--label", "x'); DROP TABLE issues; --")},
 		{"hostile agent", 0, "", "", fixtureWith("--agent", "a'); DROP TABLE issues; --", "--dry-run")},
 		{"unknown id", 7, claim.ENotFound, "no issue fx-none", fixtureWith("--agent", "a", "--id", "fx-none")},

@@ -173,6 +173,9 @@ func TestLifecycleBadInput(t *testing.T) {
 		{"release without id", 2, claim.EInvalid, "--id ISSUE is required", "", plain("release", "--agent", "a")},
 		{"heartbeat without id", 2, claim.EInvalid, "--id ISSUE is required", "", plain("heartbeat", "--agent", "a")},
 		{"reset without id", 2, claim.EInvalid, "--id ISSUE is required", "", plain("reset")},
+		{"release with an empty id", 2, claim.EInvalid, "--id ISSUE is required", "", plain("release", "--agent", "a", "--id", "")},
+		{"heartbeat with an empty id", 2, claim.EInvalid, "--id ISSUE is required", "", plain("heartbeat", "--agent", "a", "--id", "", "--lease", "1m")},
+		{"reset with an empty id", 2, claim.EInvalid, "--id ISSUE is required", "", plain("reset", "--id=")},
 		{"release without agent", 2, claim.EInvalid, "agent name is empty", "", plain("release", "--id", a01)},
 		{"release reason with a control character", 2, claim.EInvalid, "control character", "", func(t *testing.T, root string) setup {
 			lcOK(t, root, nil, "--agent", "a", "--id", a01)

@@ -259,12 +259,17 @@ func TestMCPBadArguments(t *testing.T) {
 		{"claim", map[string]any{"explain": true}, "--explain needs --dry-run"},
 		{"claim", map[string]any{"dry_run": true, "lease": "1m"}, "--lease on a dry run"},
 		{"claim", map[string]any{"claim_id": 5}, "give its id too"},
+		{"claim", map[string]any{"id": ""}, "--id is empty: give an issue id, or omit --id"}, // not absent: no claim-next
+		{"claim", map[string]any{"id": "", "dry_run": true}, "--id is empty"},
 		{"claim", map[string]any{"max_held": -1}, `--max-held: "-1"`},
 		{"release", map[string]any{}, "--id ISSUE is required"},
 		{"release", map[string]any{"id": "fx-1", "reason": "bad\x07bell"}, "control character"},
 		{"release", map[string]any{"id": "fx-1", "claim_id": -3}, "claim id -3 is not a claim id"},
 		{"heartbeat", map[string]any{"id": "fx-1", "lease": "1000h"}, "longer than the limit"},
+		{"release", map[string]any{"id": ""}, "--id ISSUE is required"},
+		{"heartbeat", map[string]any{"id": "", "lease": "1m"}, "--id ISSUE is required"},
 		{"reset", map[string]any{"id": nil}, "--id ISSUE is required"},
+		{"reset", map[string]any{"id": ""}, "--id ISSUE is required"},
 		{"reap", map[string]any{"dry_run": 1}, "argument dry_run must be a boolean, not number"},
 		{"stats", map[string]any{"verbose": true}, `unknown field "verbose"`},
 	} {
