@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -18,10 +19,6 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 )
-
-// Version is bd-claim's version, set at build time with
-// -ldflags "-X github.com/bdclaim/bd-claim/cli.Version=v1.2.3".
-var Version = "dev"
 
 // Run runs bd-claim with args (without the program name) and returns its
 // exit status. It writes results to stdout, logs to stderr, and reads the
@@ -33,7 +30,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		case args[0] == "demo":
 			return runDemo(ctx, args[1:], stdout, stderr)
 		case args[0] == "version":
-			fmt.Fprintf(stdout, "bd-claim %s\n", Version)
+			fmt.Fprintf(stdout, "bd-claim %s\n", version())
 			return ExitClaimed
 		case args[0] == "help":
 			c = commands[""]
@@ -48,6 +45,43 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 	}
 	return run(ctx, commands[""], args, stdout, stderr, getenv)
+}
+
+// version is this binary's version (buildVersion of its build info).
+func version() string {
+	info, _ := debug.ReadBuildInfo()
+	return buildVersion(info)
+}
+
+// buildVersion is the version Go stamped into a build, as bd-claim version
+// prints it: the module version (v1.2.3 from go install ...@v1.2.3; from
+// go build in a git checkout a pseudo-version, or (devel)), then the first
+// 12 digits of the VCS revision when stamped, then (modified) when the tree
+// had uncommitted changes. "(unknown)" without build info.
+func buildVersion(info *debug.BuildInfo) string {
+	if info == nil {
+		return "(unknown)"
+	}
+	v := info.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev != "" {
+		v += " " + rev[:min(12, len(rev))]
+	}
+	if modified == "true" {
+		v += " (modified)"
+	}
+	return v
 }
 
 // command is one of bd-claim's commands: its flags beyond the common ones

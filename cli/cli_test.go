@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -75,9 +76,40 @@ func TestHelp(t *testing.T) {
 	golden.Assert(t, d.Stdout(), "demo-help.golden")
 }
 
+// bd-claim version prints what Go stamped into the built binary, never a
+// placeholder: its module version ((devel) or a pseudo-version here) and,
+// in a build from a git checkout, HEAD's revision. (Go stamps no revision
+// in a linked worktree, whose .git is a file, nor with -buildvcs=false.)
 func TestVersion(t *testing.T) {
 	t.Parallel()
-	run(t, t.TempDir(), nil, "version").Assert(t, icmd.Expected{Out: "bd-claim dev"})
+	r := run(t, t.TempDir(), nil, "version")
+	r.Assert(t, icmd.Success)
+	got := strings.TrimSuffix(r.Stdout(), "\n")
+	info, err := buildinfo.ReadFile(binary)
+	assert.NilError(t, err)
+	assert.Assert(t, info.Main.Version != "", "the built binary has no module version")
+	assert.Assert(t, strings.HasPrefix(got, "bd-claim "+info.Main.Version), "got %q, built as %s", got, info.Main.Version)
+	// The MCP server introduces itself with the same version.
+	s := serve(t, claimtest.Fixture(t, "0.49.6"), "a", "--quiet")
+	assert.Equal(t, "bd-claim "+s.InitializeResult().ServerInfo.Version, got)
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	rev := settings["vcs.revision"]
+	if rev == "" {
+		assert.Equal(t, got, "bd-claim "+info.Main.Version)
+		t.Logf("%q: the binary carries no VCS revision (a linked worktree, or -buildvcs=false)", got)
+		return
+	}
+	head, err := exec.Command("git", "-C", claimtest.Root(), "rev-parse", "HEAD").Output()
+	assert.NilError(t, err)
+	assert.Equal(t, rev, strings.TrimSpace(string(head)))
+	want := "bd-claim " + info.Main.Version + " " + rev[:12]
+	if settings["vcs.modified"] == "true" {
+		want += " (modified)"
+	}
+	assert.Equal(t, got, want)
 }
 
 // The JSON contract, byte for byte: a dry run on a real bd workspace, and a

@@ -203,7 +203,7 @@ type renewal struct{ stop context.CancelFunc }
 func serveMCP(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
 	serving, stop := context.WithCancel(ctx)
 	m := &mcpServer{ctx: serving, store: s, agent: o.req.Agent, ws: o.ws, dirLabel: o.dirLabel, cfg: o.cfg, log: log, renewing: map[string]*renewal{}}
-	server := mcp.NewServer(&mcp.Implementation{Name: "bd-claim", Version: Version}, nil)
+	server := mcp.NewServer(&mcp.Implementation{Name: "bd-claim", Version: version()}, nil)
 	for _, t := range mcpTools {
 		server.AddTool(t.tool(), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			// A call ends when the server stops (the SDK does not cancel
