@@ -423,10 +423,14 @@ func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*t
 		return err
 	}
 	t.done()
-	if x.commit == "" {
+	message := x.commit
+	if message == "" && x.reclaimed > 0 {
+		message = fmt.Sprintf("bd: reclaim %d expired lease(s)", x.reclaimed)
+	}
+	if message == "" {
 		return nil
 	}
-	if err := e.commit(ctx, w, x.commit, x.labels); err != nil {
+	if err := e.commit(ctx, w, message, x.labels); err != nil {
 		err = classify(err, doing)
 		var ce *Error
 		if errors.As(err, &ce) {
@@ -468,9 +472,12 @@ func (e *doltEngine) changes(ctx context.Context, conn *sql.Conn) string {
 type doltTx struct {
 	*txn
 	dq     *dolt.Queries
-	commit string  // the message of the Dolt commit that follows the SQL commit ("" for none)
-	landed *landed // the write's mark, to look it up after a lost COMMIT
-	labels bool    // the write changed labels, which the Dolt commit stages too
+	commit string // the message of the Dolt commit that follows the SQL commit ("" for none)
+	// reclaimed counts the expired claims the write ended: a reap's
+	// commit message, bd reclaim's, when no other move names the commit.
+	reclaimed int
+	landed    *landed // the write's mark, to look it up after a lost COMMIT
+	labels    bool    // the write changed labels, which the Dolt commit stages too
 }
 
 func (t *doltTx) labelSet(id, label string, add bool) (int64, error) {
@@ -499,13 +506,6 @@ func (t *doltTx) comment(string, string, string) error { return nil }
 // resetMark is the commented event alone (events are not versioned).
 func (t *doltTx) resetMark(r *row, actor, comment string) error {
 	return t.event(false, r.ID, "commented", actor, sql.NullString{}, sql.NullString{}, text(comment))
-}
-
-// reaped gives a reap bd reclaim's commit message.
-func (t *doltTx) reaped(n int) {
-	if n > 0 {
-		t.commit = fmt.Sprintf("bd: reclaim %d expired lease(s)", n)
-	}
 }
 
 func (t *doltTx) eventCounts(since time.Time) (EventCounts, error) {
@@ -745,7 +745,7 @@ func (t *doltTx) endClaim(r *row, actor, holder, note string) error {
 	if err != nil {
 		return err
 	}
-	t.landed = &landed{id: r.ID, rowLock: lock}
+	t.landed, t.reclaimed = &landed{id: r.ID, rowLock: lock}, t.reclaimed+1
 	fresh, err := t.read(r.ID)
 	if err == nil {
 		*r = *fresh

@@ -80,8 +80,6 @@ type engineTx interface {
 	comment(id, author, text string) error
 	// resetMark records a reset: failed attempts before it stop counting.
 	resetMark(r *row, actor, comment string) error
-	// reaped closes a reap that ended n expired claims.
-	reaped(n int)
 	// eventCounts counts the lifecycle events recorded since a time.
 	eventCounts(since time.Time) (EventCounts, error)
 }

@@ -245,7 +245,6 @@ func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired,
 				return err
 			}
 		}
-		t.x.reaped(len(out))
 		return nil
 	})
 	if err != nil {

@@ -361,9 +361,6 @@ func (x sqliteTx) resetMark(r *row, actor, comment string) error {
 	return err
 }
 
-// reaped: each expired claim was written in full.
-func (x sqliteTx) reaped(int) {}
-
 func (x sqliteTx) eventCounts(since time.Time) (EventCounts, error) {
 	ev, err := x.e.q.EventCountsSince(x.ctx, x.conn, db.EventCountsSinceParams{
 		Since: x.flavor.eventAt(since), Released: like(releasedPrefix), Failed: like(failedPrefix), Expired: like(expiredPrefix),
