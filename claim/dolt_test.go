@@ -19,12 +19,7 @@ import (
 // from the workspace directory with bd's environment.
 func doltStore(t testing.TB, w *claimtest.DoltWorkspace, o claim.Options) *claim.Store {
 	t.Helper()
-	ws, err := claim.FindWorkspace(claim.Locate{Start: w.Dir, Getenv: w.Getenv})
-	assert.NilError(t, err)
-	s, err := claim.Open(context.Background(), ws, o)
-	assert.NilError(t, err)
-	t.Cleanup(func() { s.Close() })
-	return s
+	return openAt(t, w.Dir, w.Getenv, o)
 }
 
 // bdCreate creates an issue with the real bd and returns its id.

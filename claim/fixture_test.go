@@ -19,12 +19,7 @@ func fixtureDir(version string) string { return claimtest.FixtureDir(version) }
 
 func openStore(t *testing.T, root string, o claim.Options) *claim.Store {
 	t.Helper()
-	ws, err := claim.FindWorkspace(claim.Locate{Start: root, Getenv: noEnv})
-	assert.NilError(t, err)
-	s, err := claim.Open(context.Background(), ws, o)
-	assert.NilError(t, err)
-	t.Cleanup(func() { s.Close() })
-	return s
+	return openAt(t, root, noEnv, o)
 }
 
 func noEnv(string) string { return "" }

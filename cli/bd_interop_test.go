@@ -34,9 +34,9 @@ func TestBdEnvironment(t *testing.T) {
 			assert.Check(t, bd.ok("quickstart").Stdout() != "")
 
 			// bd made a SQLite workspace that bd-claim finds and reads.
-			_, err := os.Stat(claimtest.DBPath(bd.dir))
+			_, err := os.Stat(claimtest.DBPath(bd.Dir))
 			assert.NilError(t, err)
-			out := bdc(t, bd.dir, 3, "--agent", "agent-x")
+			out := bdc(t, bd.Dir, 3, "--agent", "agent-x")
 			assert.Check(t, is.Equal(out.Status, "ok"))
 			assert.Check(t, out.Issue == nil)
 		})
@@ -54,9 +54,10 @@ func TestDirectoryLabelsAsBdReady(t *testing.T) {
 			mav := bd.create("maverick work", "-p", "2", "-l", "maverick")
 			api := bd.create("api work", "-p", "1", "-l", "api")
 			bd.create("plain work", "-p", "0")
-			sub := maverickDir(t, bd.dir, "src")
-			inSub := *bd
-			inSub.dir = sub
+			sub := maverickDir(t, bd.Dir, "src")
+			ws := *bd.BdWorkspace
+			ws.Dir = sub
+			inSub := bdTool{t, &ws}
 			listed := inSub.ready()
 			assert.Assert(t, len(listed) == 1 && listed[0].ID == mav, "bd ready in %s: %+v", sub, listed)
 
@@ -64,15 +65,15 @@ func TestDirectoryLabelsAsBdReady(t *testing.T) {
 			assert.Check(t, is.Equal(out.Issue.ID, mav))
 			assert.Check(t, is.DeepEqual(out.Filters.IncludeLabels, []string{"maverick"}))
 			assert.Check(t, is.Equal(out.Explain.Claimable, 1))
-			assert.Check(t, is.Equal(bdc(t, bd.dir, 0, "--agent", "a", "--dry-run", "--workspace", sub).Issue.ID, mav))
+			assert.Check(t, is.Equal(bdc(t, bd.Dir, 0, "--agent", "a", "--dry-run", "--workspace", sub).Issue.ID, mav))
 			assert.Check(t, is.Equal(bdc(t, sub, 0, "--agent", "a", "--dry-run", "--label", "api").Issue.ID, api))
 			assert.Check(t, is.Equal(bdc(t, sub, 0, "--agent", "a", "--dry-run", "--id", api).Issue.ID, api))
-			assert.Check(t, is.Equal(bdc(t, bd.dir, 0, "--agent", "a", "--dry-run").Issue.ID, bd.ready()[0].ID))
+			assert.Check(t, is.Equal(bdc(t, bd.Dir, 0, "--agent", "a", "--dry-run").Issue.ID, bd.ready()[0].ID))
 			// The MCP server's claims are scoped by the server's directory.
-			for i, s := range []*server{serve(t, sub, "m", "--quiet"), serve(t, bd.dir, "m", "--quiet", "--workspace", sub)} {
+			for i, s := range []*server{serve(t, sub, "m", "--quiet"), serve(t, bd.Dir, "m", "--quiet", "--workspace", sub)} {
 				assert.Check(t, is.Equal(s.callOK(t, "claim", map[string]any{"dry_run": true}).Issue.ID, mav), "server %d", i)
 			}
-			assert.Check(t, is.Equal(serve(t, bd.dir, "m", "--quiet").callOK(t, "claim", map[string]any{"dry_run": true}).Issue.ID, bd.ready()[0].ID))
+			assert.Check(t, is.Equal(serve(t, bd.Dir, "m", "--quiet").callOK(t, "claim", map[string]any{"dry_run": true}).Issue.ID, bd.ready()[0].ID))
 		})
 	}
 }
@@ -122,10 +123,10 @@ func TestBdSeesClaim(t *testing.T) {
 			// What bd auto-flushed so far: a copy from before the claims, as a
 			// teammate's older JSONL would be.
 			stale := filepath.Join(t.TempDir(), "stale.jsonl")
-			claimtest.CopyFile(t, filepath.Join(bd.dir, ".beads", "issues.jsonl"), stale)
+			claimtest.CopyFile(t, filepath.Join(bd.Dir, ".beads", "issues.jsonl"), stale)
 
 			// The first claim, from outside the workspace, is what bd ready hands out first.
-			got := bdc(t, t.TempDir(), 0, "--agent", "agent-x", "--workspace", bd.dir)
+			got := bdc(t, t.TempDir(), 0, "--agent", "agent-x", "--workspace", bd.Dir)
 			assert.Assert(t, got.Issue != nil)
 			assert.Equal(t, got.Issue.ID, top)
 			row := readDBIssue(t, bd.db(), top)
@@ -171,7 +172,7 @@ func TestBdSeesClaim(t *testing.T) {
 
 			// Claims from a subdirectory take the rest in bd's order, never the
 			// blocked issue nor someone else's.
-			sub := filepath.Join(bd.dir, "sub")
+			sub := filepath.Join(bd.Dir, "sub")
 			assert.NilError(t, os.Mkdir(sub, 0o755))
 			for _, want := range claimable[1:] {
 				got := bdc(t, sub, 0, "--agent", "agent-x")
@@ -191,7 +192,7 @@ func TestBdSeesClaim(t *testing.T) {
 			}
 			// That write flushed every dirty issue to .beads/issues.jsonl,
 			// bd-claim's claims included.
-			jsonl := jsonLines(t, filepath.Join(bd.dir, ".beads", "issues.jsonl"))
+			jsonl := jsonLines(t, filepath.Join(bd.Dir, ".beads", "issues.jsonl"))
 			for _, id := range []string{child, epic} {
 				assert.Check(t, is.Equal(fmt.Sprint(jsonl[id]["status"], "/", jsonl[id]["assignee"]), "in_progress/agent-x"), id)
 			}
@@ -227,7 +228,7 @@ func TestContentHashParityWithBd(t *testing.T) {
 			var lastEvent int64
 			assert.NilError(t, conn.QueryRow("SELECT MAX(id) FROM events").Scan(&lastEvent))
 
-			got := bdc(t, bd.dir, 0, "--agent", "agent-a")
+			got := bdc(t, bd.Dir, 0, "--agent", "agent-a")
 			assert.Assert(t, got.Issue != nil)
 			assert.Equal(t, got.Issue.ID, viaBdClaim) // the oldest of equals
 			// --no-auto-flush keeps every dirty mark for the comparison below.
@@ -403,7 +404,7 @@ func TestBdAndBdClaimConcurrently(t *testing.T) {
 					for {
 						finished := isClosed(bdDone)
 						next := created.wait()
-						r := run(t, bd.dir, nil, "--agent", agentName(a), "--json", "--quiet", "--timeout-ms", "10000")
+						r := run(t, bd.Dir, nil, "--agent", agentName(a), "--json", "--quiet", "--timeout-ms", "10000")
 						attempts[a] = append(attempts[a], r)
 						switch r.ExitCode {
 						case 0, 4:

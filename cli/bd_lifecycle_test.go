@@ -219,7 +219,7 @@ func flushJSONL(t *testing.T, b *bdTool, other string) map[string]map[string]any
 	t.Helper()
 	b.ok("update", other, "--notes", "flush "+time.Now().Format(time.RFC3339Nano))
 	assert.Check(t, is.Len(dirtyIssues(t, b.db()), 0), "dirty_issues after bd's flush")
-	return jsonLines(t, filepath.Join(b.dir, ".beads", "issues.jsonl"))
+	return jsonLines(t, filepath.Join(b.Dir, ".beads", "issues.jsonl"))
 }
 
 func lastEventID(t *testing.T, conn *sql.DB) int64 {
@@ -279,7 +279,7 @@ func testBdLifecycleRelease(t *testing.T, version, claimEvent string, exportsCom
 
 	claims := map[string]result{}
 	for _, id := range []string{viaRelease, viaUpdate} {
-		c := bdc(t, bd.dir, 0, "--agent", "agent-a", "--id", id)
+		c := bdc(t, bd.Dir, 0, "--agent", "agent-a", "--id", id)
 		assert.Assert(t, c.Issue != nil && c.Issue.ID == id)
 		assert.Check(t, c.ClaimID > 0)
 		assert.Check(t, c.LeaseExpiresAt == nil, "a claim without --lease has no lease")
@@ -294,7 +294,7 @@ func testBdLifecycleRelease(t *testing.T, version, claimEvent string, exportsCom
 	}
 	before := lastEventID(t, conn)
 
-	rel := bdc(t, bd.dir, 0, "release", "--agent", "agent-a", "--id", viaRelease)
+	rel := bdc(t, bd.Dir, 0, "release", "--agent", "agent-a", "--id", viaRelease)
 	bd.ok("update", viaUpdate, "--status", "open", "--assignee", "", "--no-auto-flush")
 
 	assert.Assert(t, rel.Issue != nil)
@@ -365,14 +365,14 @@ func testBdLifecycleRelease(t *testing.T, version, claimEvent string, exportsCom
 
 	// A plain release has no backoff: the next claim takes the oldest twin
 	// again, and its release with a reason is a bd comment.
-	again := bdc(t, bd.dir, 0, "--agent", "agent-b")
+	again := bdc(t, bd.Dir, 0, "--agent", "agent-b")
 	assert.Assert(t, again.Issue != nil)
 	assert.Check(t, is.Equal(again.Issue.ID, viaRelease))
 	assert.Check(t, again.ClaimID > rel.ClaimID)
 	assert.Check(t, is.Equal(bd.show(viaRelease).Assignee, "agent-b"))
-	refused(t, bd.dir, claim.ENotClaimable, "release", "--agent", "agent-b", "--id", viaUpdate)
-	refused(t, bd.dir, claim.EAlready, "release", "--agent", "agent-a", "--id", viaRelease)
-	bdc(t, bd.dir, 0, "release", "--agent", "agent-b", "--id", viaRelease, "--reason", "handing over to a human")
+	refused(t, bd.Dir, claim.ENotClaimable, "release", "--agent", "agent-b", "--id", viaUpdate)
+	refused(t, bd.Dir, claim.EAlready, "release", "--agent", "agent-a", "--id", viaRelease)
+	bdc(t, bd.Dir, 0, "release", "--agent", "agent-b", "--id", viaRelease, "--reason", "handing over to a human")
 	shown := showFull(bd, viaRelease)
 	assert.Check(t, is.Equal(shown.Status+"/"+shown.Assignee, "open/"))
 	assert.Check(t, shown.hasComment("agent-b", "bd-claim: agent-b released the issue: handing over to a human"), "comments: %+v", shown.Comments)
@@ -406,9 +406,9 @@ func testBdLifecycleAbandon(t *testing.T, version string, exportsComments bool) 
 	createdHash := readDBIssue(t, conn, flaky).ContentHash
 
 	// A first failure under the default policy: 1m of backoff.
-	c1 := bdc(t, bd.dir, 0, "--agent", "agent-a", "--id", flaky)
+	c1 := bdc(t, bd.Dir, 0, "--agent", "agent-a", "--id", flaky)
 	start := time.Now()
-	f1 := bdc(t, bd.dir, 0, "release", "--agent", "agent-a", "--id", flaky, "--failed", "--reason", "tests keep failing")
+	f1 := bdc(t, bd.Dir, 0, "release", "--agent", "agent-a", "--id", flaky, "--failed", "--reason", "tests keep failing")
 	assert.Check(t, is.Equal(f1.ClaimID, c1.ClaimID))
 	assert.Assert(t, f1.Attempt != nil && f1.Attempt.RetryAt != nil, "%+v", f1.Attempt)
 	assert.Check(t, is.Equal(f1.Attempt.Failures, 1))
@@ -429,20 +429,20 @@ func testBdLifecycleAbandon(t *testing.T, version string, exportsComments bool) 
 	assert.Check(t, ok && r.Status == "open" && r.Assignee == "", "bd ready: %+v (listed %v)", r, ok)
 	assert.Check(t, is.DeepEqual(listLabel(bd, abandonedLabel), []string{}))
 	// ...while bd-claim waits it out.
-	none := bdc(t, bd.dir, 3, "--agent", "agent-b", "--label", "flaky")
+	none := bdc(t, bd.Dir, 3, "--agent", "agent-b", "--label", "flaky")
 	assert.Check(t, none.Issue == nil)
-	refused(t, bd.dir, claim.ENotClaimable, "--agent", "agent-b", "--id", flaky)
-	st := claimStats(t, bd.dir)
+	refused(t, bd.Dir, claim.ENotClaimable, "--agent", "agent-b", "--id", flaky)
+	st := claimStats(t, bd.Dir)
 	assert.Check(t, len(st.Backoff) == 1 && st.Backoff[0].ID == flaky && st.Backoff[0].Failures == 1, "stats backoff: %+v", st.Backoff)
 	assert.Check(t, is.Len(st.Abandoned, 0))
 
 	// Without backoff it is handed out again, and the second failure with
 	// --max-failures 1 abandons it.
-	c2 := bdc(t, bd.dir, 0, "--agent", "agent-b", "--label", "flaky", "--backoff-initial", "0")
+	c2 := bdc(t, bd.Dir, 0, "--agent", "agent-b", "--label", "flaky", "--backoff-initial", "0")
 	assert.Assert(t, c2.Issue != nil)
 	assert.Check(t, is.Equal(c2.Issue.ID, flaky))
 	assert.Check(t, is.Equal(bd.show(flaky).Assignee, "agent-b"))
-	f2 := bdc(t, bd.dir, 0, "release", "--agent", "agent-b", "--id", flaky, "--failed", "--max-failures", "1", "--reason", "still failing")
+	f2 := bdc(t, bd.Dir, 0, "release", "--agent", "agent-b", "--id", flaky, "--failed", "--max-failures", "1", "--reason", "still failing")
 	assert.Assert(t, f2.Attempt != nil, "%+v", f2)
 	assert.Check(t, is.Equal(f2.Attempt.Failures, 2))
 	assert.Check(t, f2.Attempt.Abandoned)
@@ -478,12 +478,12 @@ func testBdLifecycleAbandon(t *testing.T, version string, exportsComments bool) 
 
 	// Abandoned: claim-next skips it even with no backoff and the default
 	// max-failures (5 > 2): the label alone excludes it. --id refuses it.
-	assert.Check(t, bdc(t, bd.dir, 3, "--agent", "agent-c", "--label", "flaky", "--backoff-initial", "0").Issue == nil)
-	refused(t, bd.dir, claim.ENotClaimable, "--agent", "agent-c", "--id", flaky, "--backoff-initial", "0")
-	other := bdc(t, bd.dir, 0, "--agent", "agent-c", "--backoff-initial", "0")
+	assert.Check(t, bdc(t, bd.Dir, 3, "--agent", "agent-c", "--label", "flaky", "--backoff-initial", "0").Issue == nil)
+	refused(t, bd.Dir, claim.ENotClaimable, "--agent", "agent-c", "--id", flaky, "--backoff-initial", "0")
+	other := bdc(t, bd.Dir, 0, "--agent", "agent-c", "--backoff-initial", "0")
 	assert.Assert(t, other.Issue != nil)
 	assert.Check(t, is.Equal(other.Issue.ID, steady))
-	st = claimStats(t, bd.dir, "--max-failures", "1")
+	st = claimStats(t, bd.Dir, "--max-failures", "1")
 	assert.Check(t, is.DeepEqual(st.Abandoned, []claim.Abandoned{{ID: flaky, Failures: 2, Labelled: true}}))
 
 	// bd export carries the abandoned state.
@@ -504,7 +504,7 @@ func testBdLifecycleAbandon(t *testing.T, version string, exportsComments bool) 
 	// Reset: the label goes as bd label remove takes it away, and the
 	// failures stop counting.
 	beforeReset := lastEventID(t, conn)
-	rs := bdc(t, bd.dir, 0, "reset", "--id", flaky, "--max-failures", "1")
+	rs := bdc(t, bd.Dir, 0, "reset", "--id", flaky, "--max-failures", "1")
 	assert.Assert(t, rs.Reset != nil && rs.Issue != nil, "%+v", rs)
 	assert.Check(t, is.Equal(rs.Reset.Cleared, 2))
 	assert.Check(t, rs.Reset.LabelRemoved)
@@ -520,14 +520,14 @@ func testBdLifecycleAbandon(t *testing.T, version string, exportsComments bool) 
 		return e.Type == "label_removed" && e.Comment.String == "Removed label: "+abandonedLabel && e.Actor == "bd-claim"
 	}), "%+v", ev)
 	assert.Check(t, is.Equal(readDBIssue(t, conn, flaky).ContentHash, createdHash))
-	assert.Check(t, is.Len(claimStats(t, bd.dir, "--max-failures", "1").Abandoned, 0))
+	assert.Check(t, is.Len(claimStats(t, bd.Dir, "--max-failures", "1").Abandoned, 0))
 	flushed = flushJSONL(t, bd, steady)
 	assert.Check(t, is.DeepEqual(exportedLabels(flushed[flaky]), []string{"flaky"}))
 	assert.Check(t, is.Equal(flushed[flaky]["updated_at"], readDBIssue(t, conn, flaky).UpdatedAt))
 
 	// Claimable again under the default policy: neither backoff nor the
 	// failures count any more.
-	c3 := bdc(t, bd.dir, 0, "--agent", "agent-d", "--label", "flaky")
+	c3 := bdc(t, bd.Dir, 0, "--agent", "agent-d", "--label", "flaky")
 	assert.Assert(t, c3.Issue != nil)
 	assert.Check(t, is.Equal(c3.Issue.ID, flaky))
 	shown = showFull(bd, flaky)
@@ -551,7 +551,7 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 	claims := map[string]result{}
 	var latest time.Time
 	for _, id := range []string{taken, reaped, kept, done} {
-		c := bdc(t, bd.dir, 0, "--agent", "agent-a", "--id", id, "--lease", "1s")
+		c := bdc(t, bd.Dir, 0, "--agent", "agent-a", "--id", id, "--lease", "1s")
 		assert.Assert(t, c.Issue != nil && c.LeaseExpiresAt != nil, "%+v", c)
 		assert.Check(t, is.Equal(c.Issue.Assignee, "agent-a"))
 		claims[id] = c
@@ -562,7 +562,7 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 
 	// A heartbeat rewrites the claim event's lease and nothing bd reads.
 	row, cols, events := readDBIssue(t, conn, kept), issueColumns(t, conn, kept), claimtest.Count(t, conn, "SELECT count(*) FROM events")
-	hb := bdc(t, bd.dir, 0, "heartbeat", "--agent", "agent-a", "--id", kept, "--lease", "1h")
+	hb := bdc(t, bd.Dir, 0, "heartbeat", "--agent", "agent-a", "--id", kept, "--lease", "1h")
 	assert.Check(t, is.Equal(hb.ClaimID, claims[kept].ClaimID))
 	assert.Assert(t, hb.LeaseExpiresAt != nil)
 	assert.Check(t, time.Until(*hb.LeaseExpiresAt) > 59*time.Minute, "lease until %s", hb.LeaseExpiresAt)
@@ -581,13 +581,13 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 	bd.as("agent-a").ok("close", done)
 	assert.Check(t, is.Equal(bd.show(done).Status, "closed"))
 	stale := filepath.Join(t.TempDir(), "stale.jsonl")
-	claimtest.CopyFile(t, filepath.Join(bd.dir, ".beads", "issues.jsonl"), stale)
+	claimtest.CopyFile(t, filepath.Join(bd.Dir, ".beads", "issues.jsonl"), stale)
 	for _, id := range []string{taken, reaped, kept} {
 		assert.Check(t, is.Equal(fmt.Sprint(jsonLines(t, stale)[id]["assignee"]), "agent-a"), id)
 	}
 
 	waitPast(latest)
-	st := claimStats(t, bd.dir)
+	st := claimStats(t, bd.Dir)
 	var expired []string
 	for _, e := range st.ExpiredLeases {
 		expired = append(expired, e.ID)
@@ -600,7 +600,7 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 
 	// Takeover: another agent's claim-next takes the expired claim, and bd
 	// shows the new holder.
-	to := bdc(t, bd.dir, 0, "--agent", "agent-b", "--label", "takeover")
+	to := bdc(t, bd.Dir, 0, "--agent", "agent-b", "--label", "takeover")
 	assert.Assert(t, to.Issue != nil)
 	assert.Check(t, is.Equal(to.Issue.ID, taken))
 	assert.Assert(t, to.TookOver != nil, "%+v", to)
@@ -613,24 +613,24 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 	takenRow := readDBIssue(t, conn, taken)
 	assert.Check(t, is.Equal(takenRow.ContentHash, to.Issue.ContentHash))
 	// The old holder is fenced off; bd's view does not move.
-	refused(t, bd.dir, claim.EAlready, "release", "--agent", "agent-a", "--id", taken)
-	refused(t, bd.dir, claim.EAlready, "heartbeat", "--agent", "agent-a", "--id", taken, "--lease", "1h")
-	refused(t, bd.dir, claim.EAlready, "release", "--agent", "agent-b", "--id", taken, "--claim-id", fmt.Sprint(claims[taken].ClaimID))
+	refused(t, bd.Dir, claim.EAlready, "release", "--agent", "agent-a", "--id", taken)
+	refused(t, bd.Dir, claim.EAlready, "heartbeat", "--agent", "agent-a", "--id", taken, "--lease", "1h")
+	refused(t, bd.Dir, claim.EAlready, "release", "--agent", "agent-b", "--id", taken, "--claim-id", fmt.Sprint(claims[taken].ClaimID))
 	assert.Check(t, is.DeepEqual(readDBIssue(t, conn, taken), takenRow))
 	// Neither the kept-alive issue nor the one bd closed is anyone's to take.
 	for _, label := range []string{"kept", "done"} {
-		assert.Check(t, bdc(t, bd.dir, 3, "--agent", "agent-c", "--label", label).Issue == nil, label)
+		assert.Check(t, bdc(t, bd.Dir, 3, "--agent", "agent-c", "--label", label).Issue == nil, label)
 	}
 
 	// Reap: the other expired claim goes back to open, and bd offers it
 	// again; a dry run only lists it.
 	before := lastEventID(t, conn)
-	dry := bdc(t, bd.dir, 0, "reap", "--agent", "reaper", "--dry-run")
+	dry := bdc(t, bd.Dir, 0, "reap", "--agent", "reaper", "--dry-run")
 	assert.Check(t, len(dry.Reaped) == 1 && dry.Reaped[0].ID == reaped, "%+v", dry.Reaped)
 	assert.Check(t, is.Equal(lastEventID(t, conn), before))
 	shown = bd.show(reaped)
 	assert.Check(t, is.Equal(shown.Status+"/"+shown.Assignee, "in_progress/agent-a"))
-	rp := bdc(t, bd.dir, 0, "reap", "--agent", "reaper")
+	rp := bdc(t, bd.Dir, 0, "reap", "--agent", "reaper")
 	assert.Check(t, is.Len(rp.Reaped, 1), "%+v", rp.Reaped)
 	if len(rp.Reaped) == 1 {
 		assert.Check(t, is.Equal(rp.Reaped[0].ID, reaped))
@@ -656,8 +656,8 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 	assert.Check(t, is.Equal(shown.Status+"/"+shown.Assignee, "in_progress/agent-a"))
 	assert.Check(t, is.Equal(bd.show(done).Status, "closed"))
 	assert.Check(t, is.Equal(bd.show(taken).Assignee, "agent-b"))
-	assert.Check(t, is.Len(bdc(t, bd.dir, 0, "reap").Reaped, 0))
-	st = claimStats(t, bd.dir)
+	assert.Check(t, is.Len(bdc(t, bd.Dir, 0, "reap").Reaped, 0))
+	st = claimStats(t, bd.Dir)
 	assert.Check(t, is.Len(st.ExpiredLeases, 0))
 	assert.Check(t, is.DeepEqual(heldBy(st), map[string][]string{"agent-a": {kept}, "agent-b": {taken}}))
 
@@ -694,24 +694,24 @@ func testBdLifecycleCompletion(t *testing.T, version string) {
 	bd := bdWorkspace(t, version)
 	id := bd.create("Finish me", "-d", "x")
 	conn := bd.db()
-	c := bdc(t, bd.dir, 0, "--agent", "agent-a", "--id", id)
+	c := bdc(t, bd.Dir, 0, "--agent", "agent-a", "--id", id)
 	assert.Assert(t, c.Issue != nil)
-	assert.Check(t, is.DeepEqual(heldBy(claimStats(t, bd.dir)), map[string][]string{"agent-a": {id}}))
+	assert.Check(t, is.DeepEqual(heldBy(claimStats(t, bd.Dir)), map[string][]string{"agent-a": {id}}))
 
 	bd.as("agent-a").ok("close", id, "--reason", "done")
 	shown := bd.show(id)
 	assert.Check(t, is.Equal(shown.Status, "closed"))
 	row, events := readDBIssue(t, conn, id), claimtest.Count(t, conn, "SELECT count(*) FROM events")
 
-	rel := refused(t, bd.dir, claim.ENotClaimable, "release", "--agent", "agent-a", "--id", id)
+	rel := refused(t, bd.Dir, claim.ENotClaimable, "release", "--agent", "agent-a", "--id", id)
 	assert.Check(t, is.Contains(rel.Error.Message, "closed"))
-	refused(t, bd.dir, claim.ENotClaimable, "release", "--agent", "agent-a", "--id", id, "--failed")
-	refused(t, bd.dir, claim.ENotClaimable, "heartbeat", "--agent", "agent-a", "--id", id, "--lease", "1m")
-	refused(t, bd.dir, claim.ENotClaimable, "--agent", "agent-a", "--id", id)
-	refused(t, bd.dir, claim.ENotClaimable, "--agent", "agent-b", "--id", id)
-	assert.Check(t, bdc(t, bd.dir, 3, "--agent", "agent-b").Issue == nil)
-	assert.Check(t, is.Len(bdc(t, bd.dir, 0, "reap").Reaped, 0))
-	st := claimStats(t, bd.dir)
+	refused(t, bd.Dir, claim.ENotClaimable, "release", "--agent", "agent-a", "--id", id, "--failed")
+	refused(t, bd.Dir, claim.ENotClaimable, "heartbeat", "--agent", "agent-a", "--id", id, "--lease", "1m")
+	refused(t, bd.Dir, claim.ENotClaimable, "--agent", "agent-a", "--id", id)
+	refused(t, bd.Dir, claim.ENotClaimable, "--agent", "agent-b", "--id", id)
+	assert.Check(t, bdc(t, bd.Dir, 3, "--agent", "agent-b").Issue == nil)
+	assert.Check(t, is.Len(bdc(t, bd.Dir, 0, "reap").Reaped, 0))
+	st := claimStats(t, bd.Dir)
 	assert.Check(t, is.Len(st.InProgress, 0), "stats in_progress: %+v", st.InProgress)
 	assert.Check(t, is.Len(st.ExpiredLeases, 0))
 

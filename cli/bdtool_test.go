@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -28,72 +27,28 @@ var bdVersions = func() []string {
 	return vs
 }()
 
-// bdTool runs one real bd release in one workspace, with a private
-// environment equivalent to scripts/bd-env.sh: a throwaway HOME with a git
-// identity and beads.role, no daemon, no pager or colour, UTC, a fixed actor.
+// bdTool runs one real bd release in one workspace (claimtest.BdWorkspace).
 type bdTool struct {
-	t   *testing.T
-	bin string   // .bin/bd-v0.49.6
-	dir string   // the workspace: a git repository with .beads/
-	env []string // bd's whole environment
+	t *testing.T
+	*claimtest.BdWorkspace
 }
 
 // bdWorkspace makes a new workspace with bd version: `git init`, then
 // `bd init --prefix bt`. bd runs as actor bd-test unless told otherwise (as).
 func bdWorkspace(t *testing.T, version string) *bdTool {
 	t.Helper()
-	bin := filepath.Join(claimtest.Root(), ".bin", "bd-"+version)
-	if _, err := os.Stat(bin); err != nil {
-		if testing.Short() {
-			t.Skipf("needs the real bd %s: run `make bd` (skipped under -short)", version)
-		}
-		t.Fatalf("the real bd %s is missing (%v): run `make bd` (scripts/build-bd.sh %s) first", version, err, version)
-	}
-	home := t.TempDir()
-	gitconfig := "[user]\n\tname = bd-test\n\temail = bd-test@example.invalid\n" +
-		"[beads]\n\trole = maintainer\n[init]\n\tdefaultBranch = main\n"
-	assert.NilError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644))
-	b := &bdTool{t: t, bin: bin, dir: t.TempDir(), env: []string{
-		"HOME=" + home,
-		"PATH=" + os.Getenv("PATH"), // for git
-		"TZ=UTC",
-		// bd compiles its WASM SQLite into $XDG_CACHE_HOME/beads; share it between tests.
-		"XDG_CACHE_HOME=" + filepath.Join(claimtest.Root(), ".bin", "cache"),
-		"BEADS_NO_DAEMON=1", "BEADS_AUTO_START_DAEMON=false",
-		"BD_ACTOR=bd-test", "BD_NO_PAGER=1", "NO_COLOR=1",
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=bd-test", "GIT_AUTHOR_EMAIL=bd-test@example.invalid",
-		"GIT_COMMITTER_NAME=bd-test", "GIT_COMMITTER_EMAIL=bd-test@example.invalid",
-	}}
-	icmd.RunCmd(icmd.Command("git", "init", "-q"), icmd.Dir(b.dir), icmd.WithEnv(b.env...)).Assert(t, icmd.Success)
-	b.ok("init", "--prefix", "bt", "--quiet", "--skip-hooks", "--skip-merge-driver")
-	return b
+	return &bdTool{t, claimtest.SQLiteWorkspace(t, version)}
 }
 
 // as is the same bd acting as another actor (BD_ACTOR).
-func (b *bdTool) as(actor string) *bdTool {
-	c := *b
-	c.env = slices.Clone(b.env)
-	for i, kv := range c.env {
-		if strings.HasPrefix(kv, "BD_ACTOR=") {
-			c.env[i] = "BD_ACTOR=" + actor
-		}
-	}
-	return &c
-}
+func (b *bdTool) as(actor string) *bdTool { return &bdTool{b.t, b.As(actor)} }
 
 // run runs bd --no-daemon ARGS in the workspace. Safe from any goroutine.
-func (b *bdTool) run(args ...string) *icmd.Result {
-	cmd := icmd.Command(b.bin, append([]string{"--no-daemon"}, args...)...)
-	return icmd.RunCmd(cmd, icmd.Dir(b.dir), icmd.WithEnv(b.env...))
-}
+func (b *bdTool) run(args ...string) *icmd.Result { return b.Bd(args...) }
 
 // ok runs bd and requires exit status 0. bd also exits 0 on many per-issue
 // errors, so callers check what it printed or wrote too.
-func (b *bdTool) ok(args ...string) *icmd.Result {
-	b.t.Helper()
-	return b.run(args...).Assert(b.t, icmd.Success)
-}
+func (b *bdTool) ok(args ...string) *icmd.Result { return b.OK(args...) }
 
 // json runs bd ARGS --json and decodes its stdout into v.
 func (b *bdTool) json(v any, args ...string) {
@@ -167,7 +122,7 @@ func jsonLines(t *testing.T, file string) map[string]map[string]any {
 }
 
 // db opens the workspace's database for inspection.
-func (b *bdTool) db() *sql.DB { return claimtest.Open(b.t, claimtest.DBPath(b.dir)) }
+func (b *bdTool) db() *sql.DB { return claimtest.Open(b.t, claimtest.DBPath(b.Dir)) }
 
 // dbIssue is what the database says of one issue (timestamps as the text
 // bd stored: the driver would otherwise parse DATETIME columns).

@@ -328,7 +328,8 @@ func bdRace(t *testing.T, srv *claimtest.DoltServer, prefix string, bds, claimer
 	w := srv.Workspace(t, prefix)
 	conn := w.DB(t)
 	doltIssues(t, conn, w.Prefix, 30)
-	clone := &claimtest.DoltWorkspace{Server: w.Server, Dir: t.TempDir(), Prefix: w.Prefix, Database: w.Database, Env: w.Env}
+	clone := *w // another directory on the same database
+	clone.Dir = t.TempDir()
 	assert.NilError(t, os.MkdirAll(filepath.Join(clone.Dir, ".beads"), 0o755))
 	for _, f := range []string{"metadata.json", "dolt-server.port", "config.yaml"} {
 		claimtest.CopyFile(t, filepath.Join(w.Dir, ".beads", f), filepath.Join(clone.Dir, ".beads", f))
@@ -341,7 +342,7 @@ func bdRace(t *testing.T, srv *claimtest.DoltServer, prefix string, bds, claimer
 	var wg sync.WaitGroup
 	for p := range claimers {
 		wg.Go(func() {
-			dir := []*claimtest.DoltWorkspace{w, clone}[p%2]
+			dir := []*claimtest.DoltWorkspace{w, &clone}[p%2]
 			agent := fmt.Sprint("claim-", p)
 			for {
 				r := doltRun(t, dir, "--agent", agent, "--quiet")

@@ -3,14 +3,12 @@ package claimtest
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -226,12 +224,10 @@ func DoltMain(m *testing.M) int {
 // DoltWorkspace is a git repository with a server-mode .beads/ made by the
 // real `bd init --server` against one new database on a DoltServer.
 type DoltWorkspace struct {
+	BdRunner // bd v1.3.0 in the workspace
 	Server   *DoltServer
-	Dir      string   // the workspace root (a git repository)
-	Prefix   string   // the issue prefix; ids are Prefix-xxx
-	Database string   // the database on Server
-	Env      []string // bd's whole environment (HOME, BEADS_ACTOR, ...)
-	t        testing.TB
+	Prefix   string // the issue prefix; ids are Prefix-xxx
+	Database string // the database on Server
 }
 
 // Workspace makes a new workspace whose prefix is prefix plus a number unique
@@ -243,7 +239,7 @@ func (s *DoltServer) Workspace(t testing.TB, prefix string) *DoltWorkspace {
 	home := t.TempDir()
 	gitconfig := "[user]\n\tname = bd-test\n\temail = bd-test@example.invalid\n[init]\n\tdefaultBranch = main\n"
 	assert.NilError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644))
-	w := &DoltWorkspace{Server: s, Dir: t.TempDir(), Prefix: prefix, Database: strings.ReplaceAll(prefix, "-", "_"), t: t, Env: []string{
+	w := &DoltWorkspace{Server: s, Prefix: prefix, Database: strings.ReplaceAll(prefix, "-", "_"), BdRunner: BdRunner{t: t, bin: BdDoltBin(), actorVar: "BEADS_ACTOR", Dir: t.TempDir(), Env: []string{
 		"HOME=" + home,
 		"PATH=" + os.Getenv("PATH"), // for git
 		"TZ=UTC",
@@ -251,7 +247,7 @@ func (s *DoltServer) Workspace(t testing.TB, prefix string) *DoltWorkspace {
 		"BD_DISABLE_METRICS=1", "DO_NOT_TRACK=1",
 		"BD_NO_PAGER=1", "NO_COLOR=1",
 		"GIT_CONFIG_NOSYSTEM=1",
-	}}
+	}}}
 	icmd.RunCmd(icmd.Command("git", "init", "-q"), icmd.Dir(w.Dir), icmd.WithEnv(w.Env...)).Assert(t, icmd.Success)
 	w.OK("init", "--server", "--server-host", "127.0.0.1", "--server-port", strconv.Itoa(s.Port), "--server-user", "root",
 		"--prefix", prefix, "--non-interactive", "--skip-hooks", "--skip-agents", "--quiet")
@@ -264,33 +260,8 @@ func (s *DoltServer) Workspace(t testing.TB, prefix string) *DoltWorkspace {
 // As is the same workspace with bd acting as another actor (BEADS_ACTOR).
 func (w *DoltWorkspace) As(actor string) *DoltWorkspace {
 	c := *w
-	c.Env = slices.Clone(w.Env)
-	for i, kv := range c.Env {
-		if strings.HasPrefix(kv, "BEADS_ACTOR=") {
-			c.Env[i] = "BEADS_ACTOR=" + actor
-		}
-	}
+	c.BdRunner = w.as(actor)
 	return &c
-}
-
-// Bd runs the real bd v1.3.0 with ARGS in the workspace. Safe from any
-// goroutine.
-func (w *DoltWorkspace) Bd(args ...string) *icmd.Result {
-	return icmd.RunCmd(icmd.Command(BdDoltBin(), args...), icmd.Dir(w.Dir), icmd.WithEnv(w.Env...))
-}
-
-// OK runs bd and requires exit status 0.
-func (w *DoltWorkspace) OK(args ...string) *icmd.Result {
-	w.t.Helper()
-	return w.Bd(args...).Assert(w.t, icmd.Success)
-}
-
-// JSON runs bd ARGS --json, requires exit status 0 and decodes its stdout
-// into v.
-func (w *DoltWorkspace) JSON(v any, args ...string) {
-	w.t.Helper()
-	r := w.OK(append(args, "--json")...)
-	assert.NilError(w.t, json.Unmarshal([]byte(r.Stdout()), v), "bd %s printed:\n%s", strings.Join(args, " "), r.Combined())
 }
 
 // DB connects to the workspace's database, as bd does (go-sql-driver/mysql,

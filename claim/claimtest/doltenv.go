@@ -2,20 +2,8 @@ package claimtest
 
 import (
 	"database/sql"
-	"strings"
 	"testing"
 )
-
-// Getenv looks a variable up in the environment bd runs with in the
-// workspace, so that bd-claim's discovery sees what bd sees.
-func (w *DoltWorkspace) Getenv(key string) string {
-	for _, kv := range w.Env {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
-}
 
 // DoltRows is every row of the tables a claim may change (issues, leases,
 // events) and the number of Dolt commits: equal before and after means

@@ -1,0 +1,457 @@
+package claim_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/icmd"
+
+	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/claimtest"
+)
+
+// An engineSetup makes new workspaces of one engine with the real bd that
+// writes them: the conformance suite runs the same behaviour checks on
+// each. What bd writes for each move (the footprint) is the engines' own
+// fidelity tests'; the suite checks what the library promises, on every
+// engine alike.
+type engineSetup struct {
+	name string
+	new  func(t *testing.T) *confWorkspace
+}
+
+// confWorkspace is a new workspace of one setup, and its bd.
+type confWorkspace struct {
+	dir    string
+	getenv func(string) string
+	bd     func(args ...string) *icmd.Result // bd ARGS in the workspace, any exit status
+	json   func(v any, args ...string)       // bd ARGS --json, exit 0, decoded into v
+}
+
+var engineSetups = []engineSetup{
+	{"sqlite-v0.47.1", func(t *testing.T) *confWorkspace { return sqliteSetup(t, "v0.47.1") }},
+	{"sqlite-v0.49.6", func(t *testing.T) *confWorkspace { return sqliteSetup(t, "v0.49.6") }},
+	{"dolt-server", func(t *testing.T) *confWorkspace {
+		w := claimtest.NeedDolt(t).Workspace(t, "cf")
+		return &confWorkspace{dir: w.Dir, getenv: w.Getenv, bd: w.Bd, json: w.JSON}
+	}},
+}
+
+func sqliteSetup(t *testing.T, version string) *confWorkspace {
+	w := claimtest.SQLiteWorkspace(t, version)
+	return &confWorkspace{dir: w.Dir, getenv: w.Getenv, bd: w.Bd, json: w.JSON}
+}
+
+// create is bd create TITLE FLAGS; it returns the new issue's id.
+func (w *confWorkspace) create(t *testing.T, title string, flags ...string) string {
+	t.Helper()
+	var iss struct{ ID string }
+	w.json(&iss, append([]string{"create", title}, flags...)...)
+	assert.Assert(t, iss.ID != "", "bd create %q", title)
+	return iss.ID
+}
+
+// ready is bd ready's ids, unassigned ones, in sort order, with flags.
+func (w *confWorkspace) ready(t *testing.T, sort string, flags ...string) []string {
+	t.Helper()
+	var list []struct{ ID string }
+	w.json(&list, append([]string{"ready", "-u", "--limit", "1000", "--sort", sort}, flags...)...)
+	var ids []string
+	for _, iss := range list {
+		ids = append(ids, iss.ID)
+	}
+	return ids
+}
+
+// show is bd show ID: status and assignee.
+func (w *confWorkspace) show(t *testing.T, id string) string {
+	t.Helper()
+	var list []struct{ Status, Assignee string }
+	w.json(&list, "show", id)
+	assert.Equal(t, len(list), 1)
+	return list[0].Status + "/" + list[0].Assignee
+}
+
+// store opens a Store on the workspace as the CLI would.
+func (w *confWorkspace) store(t *testing.T, o claim.Options) *claim.Store {
+	t.Helper()
+	return openAt(t, w.dir, w.getenv, o)
+}
+
+// openAt opens a Store on the workspace at dir as the CLI would: discovery
+// from that directory with bd's environment; closed at the end of t.
+func openAt(t testing.TB, dir string, getenv func(string) string, o claim.Options) *claim.Store {
+	t.Helper()
+	ws, err := claim.FindWorkspace(claim.Locate{Start: dir, Getenv: getenv})
+	assert.NilError(t, err)
+	s, err := claim.Open(context.Background(), ws, o)
+	assert.NilError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	for _, setup := range engineSetups {
+		t.Run(setup.name, func(t *testing.T) {
+			t.Parallel()
+			for _, check := range conformanceChecks {
+				t.Run(check.name, func(t *testing.T) { check.run(t, setup.new(t)) })
+			}
+		})
+	}
+}
+
+var conformanceChecks = []struct {
+	name string
+	run  func(t *testing.T, w *confWorkspace)
+}{
+	{"claim order and filters as bd ready", confOrder},
+	{"claim by id: refusals and re-claims", confByID},
+	{"leases: heartbeat, expiry, takeover, reap", confLeases},
+	{"release, backoff, abandonment, reset", confFailures},
+	{"claim id fencing and max held", confFencing},
+	{"wait wakes on a release", confWait},
+	{"stats and explain agree", confFigures},
+}
+
+// Claim-next takes bd ready's head for each sort and filter, and what
+// --dry-run named just before; claim after claim, it drains the
+// workspace in bd ready's order.
+func confOrder(t *testing.T, w *confWorkspace) {
+	ctx := context.Background()
+	for i, p := range []string{"2", "1", "3", "1", "2", "0"} {
+		flags := []string{"-p", p}
+		if i%2 == 0 {
+			flags = append(flags, "-l", "front")
+		}
+		w.create(t, "issue "+p, flags...)
+	}
+	s := w.store(t, claim.Options{})
+	head := func(req claim.Request) string {
+		t.Helper()
+		assert.NilError(t, req.Filters.Validate())
+		res, err := s.Claim(ctx, req)
+		assert.NilError(t, err)
+		assert.Assert(t, res.Issue != nil && res.ClaimID == 0, "%+v", res)
+		return res.Issue.ID
+	}
+	for _, sort := range []claim.Sort{claim.SortPriority, claim.SortOldest, claim.SortHybrid} {
+		want := w.ready(t, string(sort))
+		assert.Equal(t, len(want), 6)
+		assert.Equal(t, head(claim.Request{Agent: "o", DryRun: true, Filters: claim.Filters{Sort: sort}}), want[0], "sort %s", sort)
+		labelled := w.ready(t, string(sort), "--label", "front")
+		assert.Equal(t, len(labelled), 3)
+		assert.Equal(t, head(claim.Request{Agent: "o", DryRun: true, Filters: claim.Filters{Sort: sort, IncludeLabels: []string{"front"}}}), labelled[0],
+			"sort %s, label front", sort)
+	}
+	order := w.ready(t, "priority")
+	for i, id := range order {
+		dry := head(claim.Request{Agent: "o", DryRun: true})
+		res, err := s.Claim(ctx, claim.Request{Agent: "o"})
+		assert.NilError(t, err)
+		assert.Equal(t, dry, id, "dry run %d", i)
+		assert.Equal(t, res.Issue.ID, id, "claim %d", i)
+		assert.Assert(t, res.ClaimID > 0)
+		assert.Equal(t, w.show(t, id), "in_progress/o")
+	}
+	res, err := s.Claim(ctx, claim.Request{Agent: "o"})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue == nil, "drained: %+v", res.Issue)
+}
+
+// An --id claim refuses, with its code and reason, what claim-next would
+// not take; the holder's own re-claim returns its claim unchanged.
+func confByID(t *testing.T, w *confWorkspace) {
+	ctx := context.Background()
+	blocker := w.create(t, "blocker", "-p", "1")
+	blocked := w.create(t, "blocked", "-p", "1")
+	w.bd("dep", "add", blocked, blocker).Assert(t, icmd.Success)
+	closed := w.create(t, "closed", "-p", "1")
+	w.bd("close", closed).Assert(t, icmd.Success)
+	s := w.store(t, claim.Options{})
+	refused := func(id string, code claim.Code, reason string) {
+		t.Helper()
+		res, err := s.Claim(ctx, claim.Request{Agent: "b", ID: id})
+		assert.Equal(t, claim.ErrorCode(err), code, "%v", err)
+		assert.ErrorContains(t, err, reason)
+		assert.Assert(t, res.Issue == nil)
+	}
+	refused(blocked, claim.ENotClaimable, "it is blocked by an open dependency")
+	refused(closed, claim.ENotClaimable, "its status is closed")
+	refused("bt-nosuch", claim.ENotFound, "no issue bt-nosuch")
+
+	first, err := s.Claim(ctx, claim.Request{Agent: "a", ID: blocker})
+	assert.NilError(t, err)
+	again, err := s.Claim(ctx, claim.Request{Agent: "a", ID: blocker})
+	assert.NilError(t, err)
+	assert.Equal(t, again.ClaimID, first.ClaimID, "a re-claim is the same claim")
+	_, err = s.Claim(ctx, claim.Request{Agent: "b", ID: blocker})
+	var e *claim.Error
+	assert.Assert(t, errors.As(err, &e) && e.Code == claim.EAlready && e.Holder == "a" && e.HolderClaimID == first.ClaimID, "%v", err)
+	assert.Equal(t, w.show(t, blocker), "in_progress/a")
+}
+
+// A lease is renewed by a heartbeat; once it ends, a claim-next takes the
+// issue over (naming the old holder, who is fenced off) and reap returns
+// the other expired claims to open.
+func confLeases(t *testing.T, w *confWorkspace) {
+	ctx := context.Background()
+	one := w.create(t, "one", "-p", "1")
+	two := w.create(t, "two", "-p", "2")
+	c := newClock(time.Now().UTC().Truncate(time.Second))
+	s := w.store(t, claim.Options{Now: c.now})
+	a, err := s.Claim(ctx, claim.Request{Agent: "a", Lease: time.Minute})
+	assert.NilError(t, err)
+	assert.Equal(t, a.Issue.ID, one)
+	assert.Assert(t, a.Lease != nil && a.Lease.Until.Sub(c.now()) <= time.Minute+time.Second, "%+v", a.Lease)
+	c.advance(50 * time.Second)
+	beat, err := s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: "a", ID: one, ClaimID: a.ClaimID, Lease: time.Minute})
+	assert.NilError(t, err)
+	assert.Equal(t, beat.ClaimID, a.ClaimID)
+	assert.Assert(t, beat.Lease.Until.After(a.Lease.Until), "%v after %v", beat.Lease.Until, a.Lease.Until)
+	c.advance(30 * time.Second) // past the first lease, within the renewed one
+	b, err := s.Claim(ctx, claim.Request{Agent: "b", Lease: time.Minute})
+	assert.NilError(t, err)
+	assert.Equal(t, b.Issue.ID, two, "the renewed lease still holds %s", one)
+	assert.Assert(t, b.TookOver == nil)
+
+	c.advance(2 * time.Minute) // both leases have ended
+	_, err = s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: "b", ID: two, ClaimID: b.ClaimID + 1})
+	assert.Equal(t, claim.ErrorCode(err), claim.EAlready, "a claim id that is not the holder's: %v", err)
+	took, err := s.Claim(ctx, claim.Request{Agent: "c", Lease: time.Minute})
+	assert.NilError(t, err)
+	assert.Equal(t, took.Issue.ID, one)
+	assert.Assert(t, took.TookOver != nil && took.TookOver.Agent == "a" && took.TookOver.ClaimID == a.ClaimID, "%+v", took.TookOver)
+	assert.Assert(t, took.ClaimID != a.ClaimID)
+	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "a", ID: one, ClaimID: a.ClaimID})
+	assert.Equal(t, claim.ErrorCode(err), claim.EAlready, "the old holder is fenced off: %v", err)
+
+	st, err := s.Stats(ctx)
+	assert.NilError(t, err)
+	assert.Equal(t, len(st.ExpiredLeases), 1)
+	assert.Equal(t, st.ExpiredLeases[0].ID+"/"+st.ExpiredLeases[0].Holder, two+"/b")
+	listed, err := s.Reap(ctx, "reaper", true)
+	assert.NilError(t, err)
+	assert.Equal(t, w.show(t, two), "in_progress/b", "a dry run writes nothing")
+	reaped, err := s.Reap(ctx, "reaper", false)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, reaped, listed)
+	assert.Equal(t, len(reaped), 1)
+	assert.Equal(t, w.show(t, two), "open/")
+	assert.Equal(t, w.show(t, one), "in_progress/c")
+}
+
+// A failed release starts a backoff; the failure that reaches
+// max-failures abandons the issue (claim-next skips it, --id explains);
+// reset hands it out again. A plain release returns the issue to open.
+func confFailures(t *testing.T, w *confWorkspace) {
+	ctx := context.Background()
+	flaky := w.create(t, "flaky", "-p", "1")
+	c := newClock(time.Now().UTC().Truncate(time.Second))
+	policy := claim.Policy{BackoffInitial: time.Minute, BackoffMultiplier: 2, BackoffMax: time.Hour, MaxFailures: 2, AbandonedLabel: "claim:abandoned"}
+	s := w.store(t, claim.Options{Now: c.now, Policy: &policy})
+	claimIt := func(agent string) claim.Result {
+		t.Helper()
+		res, err := s.Claim(ctx, claim.Request{Agent: agent})
+		assert.NilError(t, err)
+		return res
+	}
+
+	first := claimIt("a")
+	assert.Equal(t, first.Issue.ID, flaky)
+	rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: "a", ID: flaky, ClaimID: first.ClaimID, Reason: "handing over"})
+	assert.NilError(t, err)
+	assert.Assert(t, rel.ClaimID == first.ClaimID && rel.Failures == 0 && rel.RetryAt == nil, "%+v", rel)
+	assert.Equal(t, w.show(t, flaky), "open/")
+
+	claimIt("a")
+	rel, err = s.Release(ctx, claim.ReleaseRequest{Agent: "a", ID: flaky, Failed: true, Reason: "boom"})
+	assert.NilError(t, err)
+	assert.Assert(t, rel.Failures == 1 && !rel.Abandoned && rel.RetryAt != nil, "%+v", rel)
+	assert.Assert(t, rel.RetryAt.Sub(c.now()) > 50*time.Second && rel.RetryAt.Sub(c.now()) <= time.Minute, "%v", rel.RetryAt)
+	assert.Assert(t, claimIt("b").Issue == nil, "in backoff")
+	_, err = s.Claim(ctx, claim.Request{Agent: "b", ID: flaky})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable)
+	assert.ErrorContains(t, err, "in backoff until")
+	st, err := s.Stats(ctx)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, st.Backoff, []claim.Backoff{{ID: flaky, Failures: 1, RetryAt: *rel.RetryAt}})
+
+	c.advance(2 * time.Minute)
+	assert.Equal(t, claimIt("b").Issue.ID, flaky, "after the backoff")
+	rel, err = s.Release(ctx, claim.ReleaseRequest{Agent: "b", ID: flaky, Failed: true})
+	assert.NilError(t, err)
+	assert.Assert(t, rel.Failures == 2 && rel.Abandoned && rel.RetryAt == nil, "%+v", rel)
+	c.advance(3 * time.Hour)
+	assert.Assert(t, claimIt("c").Issue == nil, "abandoned")
+	_, err = s.Claim(ctx, claim.Request{Agent: "c", ID: flaky})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable)
+	assert.ErrorContains(t, err, "it is abandoned")
+	st, err = s.Stats(ctx)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, st.Abandoned, []claim.Abandoned{{ID: flaky, Failures: 2, Labelled: true}})
+	var labels []struct{ Labels []string }
+	w.json(&labels, "show", flaky)
+	assert.DeepEqual(t, labels[0].Labels, []string{"claim:abandoned"})
+
+	reset, err := s.Reset(ctx, claim.ResetRequest{Actor: "human", ID: flaky})
+	assert.NilError(t, err)
+	assert.Assert(t, reset.Cleared == 2 && reset.Label, "%+v", reset)
+	reset, err = s.Reset(ctx, claim.ResetRequest{Actor: "human", ID: flaky})
+	assert.NilError(t, err)
+	assert.Assert(t, reset.Cleared == 0 && !reset.Label, "nothing left: %+v", reset)
+	assert.Equal(t, claimIt("c").Issue.ID, flaky, "handed out again")
+	_, err = s.Reset(ctx, claim.ResetRequest{Actor: "human", ID: "bt-nosuch"})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotFound)
+}
+
+// A claim id names one claim: a re-claim, release or heartbeat under
+// another is refused; a re-claim under it is the same claim (its lease
+// renewed when it asks for one). --max-held stops a claim-next (with its
+// reason) and refuses an --id claim, but not the re-claim of a held issue.
+func confFencing(t *testing.T, w *confWorkspace) {
+	ctx := context.Background()
+	x := w.create(t, "x", "-p", "1")
+	y := w.create(t, "y", "-p", "2")
+	w.create(t, "z", "-p", "3") // claimable, withheld at capacity
+	closed := w.create(t, "closed", "-p", "1")
+	w.bd("close", closed).Assert(t, icmd.Success)
+	c := newClock(time.Now().UTC().Truncate(time.Second))
+	s := w.store(t, claim.Options{Now: c.now})
+	first, err := s.Claim(ctx, claim.Request{Agent: "a", Lease: time.Minute})
+	assert.NilError(t, err)
+	assert.Equal(t, first.Issue.ID, x)
+	same, err := s.Claim(ctx, claim.Request{Agent: "a", ID: x, ClaimID: first.ClaimID})
+	assert.NilError(t, err)
+	assert.Assert(t, same.ClaimID == first.ClaimID && same.Lease.Until.Equal(first.Lease.Until), "%+v", same)
+	c.advance(30 * time.Second)
+	renewed, err := s.Claim(ctx, claim.Request{Agent: "a", ID: x, Lease: time.Minute})
+	assert.NilError(t, err)
+	assert.Assert(t, renewed.ClaimID == first.ClaimID && renewed.Lease.Until.Equal(c.now().Add(time.Minute)), "%+v", renewed)
+	dry, err := s.Claim(ctx, claim.Request{Agent: "a", ID: x, DryRun: true})
+	assert.NilError(t, err)
+	assert.Equal(t, dry.ClaimID, first.ClaimID)
+	_, err = s.Claim(ctx, claim.Request{Agent: "a", ID: x, ClaimID: first.ClaimID + 1})
+	assert.Equal(t, claim.ErrorCode(err), claim.EAlready, "%v", err)
+	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "a", ID: x, ClaimID: first.ClaimID + 1})
+	assert.Equal(t, claim.ErrorCode(err), claim.EAlready, "%v", err)
+	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "b", ID: x})
+	assert.Equal(t, claim.ErrorCode(err), claim.EAlready, "%v", err)
+	assert.ErrorContains(t, err, "held by a")
+	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "a", ID: y})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable, "%v", err)
+	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "a", ID: closed})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable, "%v", err)
+	assert.ErrorContains(t, err, "is closed, not held by a")
+	for _, err := range []error{
+		second(s.Release(ctx, claim.ReleaseRequest{Agent: "a", ID: "bt-nosuch"})),
+		second(s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: "a", ID: "bt-nosuch"})),
+	} {
+		assert.Equal(t, claim.ErrorCode(err), claim.ENotFound, "%v", err)
+	}
+
+	res, err := s.Claim(ctx, claim.Request{Agent: "a", MaxHeld: 1})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue == nil, "%+v", res.Issue)
+	assert.Equal(t, res.Reason, "agent a already holds 1 in_progress issue (max held 1)")
+	res, err = s.Claim(ctx, claim.Request{Agent: "a", MaxHeld: 1, DryRun: true})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue == nil && res.Reason != "", "%+v", res)
+	_, err = s.Claim(ctx, claim.Request{Agent: "a", ID: y, MaxHeld: 1})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable)
+	assert.ErrorContains(t, err, "(capacity): agent a already holds 1")
+	again, err := s.Claim(ctx, claim.Request{Agent: "a", ID: x, MaxHeld: 1})
+	assert.NilError(t, err)
+	assert.Equal(t, again.ClaimID, first.ClaimID, "a held issue is re-claimed at capacity")
+	ex, err := s.Explain(ctx, claim.Request{Agent: "a", MaxHeld: 1})
+	assert.NilError(t, err)
+	assert.Assert(t, ex.Held == 1 && ex.Claimable == 0 && ex.Excluded["capacity"] == 2, "%+v", ex)
+	more, err := s.Claim(ctx, claim.Request{Agent: "a", MaxHeld: 2})
+	assert.NilError(t, err)
+	assert.Equal(t, more.Issue.ID, y, "room under a higher limit")
+
+	rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: "a", ID: x, ClaimID: first.ClaimID})
+	assert.NilError(t, err)
+	assert.Equal(t, rel.ClaimID, first.ClaimID)
+	_, err = s.Claim(ctx, claim.Request{Agent: "a", ID: x, ClaimID: first.ClaimID})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable, "a fenced re-claim does not claim anew: %v", err)
+	assert.ErrorContains(t, err, "claim "+strconv.FormatInt(first.ClaimID, 10)+" no longer holds issue "+x+": it is open and not held by a")
+	later, err := s.Claim(ctx, claim.Request{Agent: "a", ID: x})
+	assert.NilError(t, err)
+	assert.Assert(t, later.ClaimID != first.ClaimID, "a new claim")
+	_, err = s.Claim(ctx, claim.Request{Agent: "a", ID: x, ClaimID: first.ClaimID})
+	assert.Equal(t, claim.ErrorCode(err), claim.EAlready, "%v", err)
+}
+
+// second is the error of a two-valued call.
+func second[T any](_ T, err error) error { return err }
+
+// A waiting claim is woken by another Store's release and claims the
+// issue well before the wait ends.
+func confWait(t *testing.T, w *confWorkspace) {
+	ctx := context.Background()
+	only := w.create(t, "only", "-p", "1")
+	holder := w.store(t, claim.Options{})
+	first, err := holder.Claim(ctx, claim.Request{Agent: "a"})
+	assert.NilError(t, err)
+	assert.Equal(t, first.Issue.ID, only)
+	waiter := w.store(t, claim.Options{})
+	done := make(chan claim.Result, 1)
+	start := time.Now()
+	go func() {
+		res, err := waiter.Claim(ctx, claim.Request{Agent: "b", Wait: 30 * time.Second})
+		assert.Check(t, err)
+		done <- res
+	}()
+	time.Sleep(300 * time.Millisecond) // the waiter looks and finds nothing
+	_, err = holder.Release(ctx, claim.ReleaseRequest{Agent: "a", ID: only})
+	assert.NilError(t, err)
+	res := <-done
+	assert.Assert(t, res.Issue != nil && res.Issue.ID == only, "%+v", res)
+	assert.Assert(t, time.Since(start) < 15*time.Second, "woken by the release, not the wait's end: %s", time.Since(start))
+	assert.Equal(t, w.show(t, only), "in_progress/b")
+}
+
+// stats' ready figure is what --explain counts claimable, and the blocked
+// and held issues are where both say they are.
+func confFigures(t *testing.T, w *confWorkspace) {
+	ctx := context.Background()
+	var ids []string
+	for _, p := range []string{"0", "1", "2", "2", "3"} {
+		ids = append(ids, w.create(t, "issue "+p, "-p", p))
+	}
+	w.bd("dep", "add", ids[4], ids[3]).Assert(t, icmd.Success) // ids[4] is blocked
+	s := w.store(t, claim.Options{})
+	held, err := s.Claim(ctx, claim.Request{Agent: "a"})
+	assert.NilError(t, err)
+	assert.Equal(t, held.Issue.ID, ids[0])
+
+	st, err := s.Stats(ctx)
+	assert.NilError(t, err)
+	assert.Equal(t, st.Open, 4)
+	assert.Equal(t, st.Blocked, 1)
+	assert.Equal(t, st.Ready, 3)
+	assert.DeepEqual(t, st.ReadyByPriority, map[string]int{"P0": 0, "P1": 1, "P2": 2, "P3": 0, "P4": 0})
+	assert.Equal(t, len(st.InProgress), 1)
+	assert.Equal(t, st.InProgress[0].Agent, "a")
+	assert.Equal(t, st.InProgress[0].Issues[0].ID, ids[0])
+	assert.Equal(t, st.InProgress[0].Issues[0].ClaimID, held.ClaimID)
+	assert.Equal(t, st.LastHour.Claims, 1)
+
+	ex, err := s.Explain(ctx, claim.Request{Agent: "b"})
+	assert.NilError(t, err)
+	assert.Equal(t, ex.Open, 4)
+	assert.Equal(t, ex.Claimable, st.Ready)
+	assert.Equal(t, ex.Excluded["blocked"], 1)
+	assert.Equal(t, ex.Held, 0)
+	ready := w.ready(t, "priority")
+	slices.Sort(ready)
+	want := []string{ids[1], ids[2], ids[3]}
+	slices.Sort(want)
+	assert.DeepEqual(t, ready, want)
+}
