@@ -11,8 +11,8 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
-	"github.com/bdclaim/bd-claim/db"
-	"github.com/bdclaim/bd-claim/db/dolt"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
+	doltdb "github.com/bdclaim/bd-claim/db/dolt"
 )
 
 // The benchmarks of the hot paths. Compare their ns/op:
@@ -21,7 +21,7 @@ import (
 //
 // BenchmarkRawClaimLoop is the floor that BenchmarkClaim is measured
 // against: one UPDATE per BEGIN IMMEDIATE transaction, same file, same
-// pragmas (db.Open). scripts/bench (make bench) measures the CLI.
+// pragmas (sqlite.Open). scripts/bench (make bench) measures the CLI.
 
 // benchIssues is the size of the benchmark workspace: small enough to
 // generate in a blink, big enough that refills are rare.
@@ -52,7 +52,7 @@ func benchStore(b *testing.B, d claim.Demo) *claim.Store {
 // here).
 func benchRefill(b *testing.B, path, agent string) {
 	b.Helper()
-	conn := db.Open(path, 5*time.Second)
+	conn := sqlite.Open(path, 5*time.Second)
 	defer conn.Close()
 	for _, stmt := range []string{
 		"UPDATE issues SET status = 'open', assignee = '' WHERE status = 'in_progress' AND assignee LIKE ?",
@@ -168,11 +168,11 @@ func BenchmarkOpen(b *testing.B) {
 }
 
 // BenchmarkRawClaimLoop is the limit a claim can approach: BEGIN IMMEDIATE;
-// UPDATE one row; COMMIT, through db.Open so the pragmas are bd-claim's.
+// UPDATE one row; COMMIT, through sqlite.Open so the pragmas are bd-claim's.
 func BenchmarkRawClaimLoop(b *testing.B) {
 	ctx := context.Background()
 	d := benchDemo(b)
-	conn := db.Open(d.Workspace.DBPath, 5*time.Second)
+	conn := sqlite.Open(d.Workspace.DBPath, 5*time.Second)
 	b.Cleanup(func() { conn.Close() })
 	if err := conn.PingContext(ctx); err != nil {
 		b.Fatal(err)
@@ -258,7 +258,7 @@ func BenchmarkDoltWaitSignal(b *testing.B) {
 	}
 	defer conn.Close()
 	s := doltStore(b, w, claim.Options{})
-	q := dolt.New()
+	q := doltdb.New()
 	for _, bc := range []struct {
 		name string
 		op   func() error

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 	"github.com/bdclaim/bd-claim/db"
 	beadssql "github.com/bdclaim/bd-claim/sql"
 )
@@ -28,10 +29,10 @@ func CreateDemo(ctx context.Context, dir string, n int, seed uint64) (Demo, erro
 	if err := os.MkdirAll(beads, 0o755); err != nil {
 		return Demo{}, err
 	}
-	if err := db.Create(ctx, path); err != nil {
+	if err := sqlite.Create(ctx, path); err != nil {
 		return Demo{}, err
 	}
-	conn := db.Open(path, 5*time.Second)
+	conn := sqlite.Open(path, 5*time.Second)
 	defer conn.Close()
 	demo, err := SeedDemo(ctx, conn, n, seed)
 	demo.Workspace = Workspace{Root: dir, BeadsDir: beads, DBPath: path, Source: "demo"}
@@ -46,7 +47,7 @@ func CreateDemo(ctx context.Context, dir string, n int, seed uint64) (Demo, erro
 // relative to now, so that bd's hybrid order sees recent work).
 func SeedDemo(ctx context.Context, conn *sql.DB, n int, seed uint64) (Demo, error) {
 	var demo Demo
-	err := db.Tx(ctx, conn, db.Retry{Attempts: 1}, func(tx *sql.Tx) error {
+	err := sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 1}, func(tx *sql.Tx) error {
 		q := db.New()
 		for _, kv := range [][2]string{{"bd_version", beadssql.SchemaVersion}, {"issue_prefix", "demo"}} {
 			if err := q.SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: kv[0], Value: kv[1]}); err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
-	"github.com/bdclaim/bd-claim/db"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 	beadssql "github.com/bdclaim/bd-claim/sql"
 )
 
@@ -190,7 +190,7 @@ func TestSeedDemoIsAllOrNothing(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "beads.db")
-			assert.NilError(t, db.Create(context.Background(), path))
+			assert.NilError(t, sqlite.Create(context.Background(), path))
 			conn := claimtest.Open(t, path)
 			_, err := conn.Exec(ddl)
 			assert.NilError(t, err)

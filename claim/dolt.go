@@ -21,8 +21,10 @@ import (
 	sq "github.com/Masterminds/squirrel"
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/bdclaim/bd-claim/claim/dolt"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 	"github.com/bdclaim/bd-claim/db"
-	"github.com/bdclaim/bd-claim/db/dolt"
+	doltdb "github.com/bdclaim/bd-claim/db/dolt"
 )
 
 // A Dolt workspace (bd v1.3.x in server mode) is the same claim over
@@ -53,9 +55,9 @@ const doltTime = "2006-01-02 15:04:05"
 // follows the SQL commit as bd makes it.
 type doltEngine struct {
 	*Store
-	dq       *dolt.Queries
+	dq       *doltdb.Queries
 	lockWait int32 // seconds a writer waits for the writers' lock
-	retry    db.Retry
+	retry    sqlite.Retry
 }
 
 // openDolt connects to the workspace's server and checks that the database
@@ -63,7 +65,7 @@ type doltEngine struct {
 // and the project metadata.json names.
 func openDolt(ctx context.Context, s *Store, o Options) error {
 	s.flavor, s.conn = doltFlavor(), dolt.Open(s.Workspace.Dolt.config())
-	e := &doltEngine{Store: s, dq: dolt.New(), lockWait: lockWait(o.BusyTimeout), retry: db.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}}
+	e := &doltEngine{Store: s, dq: doltdb.New(), lockWait: lockWait(o.BusyTimeout), retry: sqlite.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}}
 	s.eng = e
 	if err := e.check(ctx); err != nil {
 		s.conn.Close()
@@ -237,7 +239,7 @@ func wispClaim(id, status, holder string, rowLock int64) claimEvent {
 // counts when the leases row is the assignee's, the issue in_progress (bd
 // leaves a stale row on an issue it reopens); the claim's time is the
 // lease's grant.
-func (t *doltTx) claimOf(st dolt.IssueClaimStateRow) claimEvent {
+func (t *doltTx) claimOf(st doltdb.IssueClaimStateRow) claimEvent {
 	c := claimEvent{IssueID: st.ID, Status: st.Status, Holder: st.Assignee, ID: claimIDOf(st.RowLock)}
 	if st.Holder.Valid && st.Holder.String == st.Assignee && st.Status == "in_progress" {
 		c.Actor = st.Holder.String
@@ -279,7 +281,7 @@ func (t *doltTx) held() ([]claimEvent, error) {
 			}
 			continue
 		}
-		st := dolt.IssueClaimStateRow{ID: r.ID, Status: r.Status, Assignee: r.Assignee, RowLock: r.RowLock}
+		st := doltdb.IssueClaimStateRow{ID: r.ID, Status: r.Status, Assignee: r.Assignee, RowLock: r.RowLock}
 		if r.Holder != nil {
 			st.Holder = sql.NullString{String: *r.Holder, Valid: true}
 			st.LeaseExpiresAt = sql.NullTime{Time: *r.LeaseExpiresAt, Valid: true}
@@ -322,14 +324,14 @@ func (t *doltTx) take(c choice, req Request) (Result, error) {
 		}
 	}
 	lock := newRowLock()
-	set := dolt.IssueClaimSetParams{
+	set := doltdb.IssueClaimSetParams{
 		Assignee: text(req.Agent), Now: t.now, StartedAt: sql.NullTime{Time: t.now, Valid: true},
 		NewRowLock: lock, ID: c.r.ID, RowLock: c.r.dolt.rowLock,
 	}
 	var n int64
 	var err error
 	if wisp {
-		n, err = t.dq.WispClaimSet(t.ctx, t.conn, dolt.WispClaimSetParams(set))
+		n, err = t.dq.WispClaimSet(t.ctx, t.conn, doltdb.WispClaimSetParams(set))
 	} else {
 		n, err = t.dq.IssueClaimSet(t.ctx, t.conn, set)
 	}
@@ -362,7 +364,7 @@ func (t *doltTx) take(c choice, req Request) (Result, error) {
 // doltLease grants agent's lease of issue id until until (bd's
 // UpsertLeaseInTx; granted_node ” as bd writes it without node_id).
 func (t *doltTx) lease(id, agent string, until time.Time) error {
-	return t.dq.LeaseUpsert(t.ctx, t.conn, dolt.LeaseUpsertParams{
+	return t.dq.LeaseUpsert(t.ctx, t.conn, doltdb.LeaseUpsertParams{
 		IssueID: id, Holder: agent, GrantedAt: t.now, LeaseExpiresAt: until, HeartbeatAt: t.now,
 	})
 }
@@ -383,10 +385,10 @@ func (t *doltTx) event(wisp bool, id, eventType, actor string, oldValue, newValu
 	switch {
 	case err != nil:
 	case wisp:
-		err = t.dq.WispEventInsert(t.ctx, t.conn, dolt.WispEventInsertParams{ID: eid, IssueID: id, EventType: eventType, Actor: text(actor),
+		err = t.dq.WispEventInsert(t.ctx, t.conn, doltdb.WispEventInsertParams{ID: eid, IssueID: id, EventType: eventType, Actor: text(actor),
 			OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: sql.NullTime{Time: e.CreatedAt, Valid: true}})
 	default:
-		err = t.dq.EventInsert(t.ctx, t.conn, dolt.EventInsertParams{
+		err = t.dq.EventInsert(t.ctx, t.conn, doltdb.EventInsertParams{
 			ID: eid, IssueID: id, EventType: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: e.CreatedAt,
 		})
 	}
@@ -471,7 +473,7 @@ func (e *doltEngine) changes(ctx context.Context, conn *sql.Conn) string {
 // how to tell whether the write landed when its COMMIT's answer was lost.
 type doltTx struct {
 	*txn
-	dq     *dolt.Queries
+	dq     *doltdb.Queries
 	commit string // the message of the Dolt commit that follows the SQL commit ("" for none)
 	// reclaimed counts the expired claims the write ended: a reap's
 	// commit message, bd reclaim's, when no other move names the commit.
@@ -482,9 +484,9 @@ type doltTx struct {
 
 func (t *doltTx) labelSet(id, label string, add bool) (int64, error) {
 	if add {
-		return t.dq.LabelAdd(t.ctx, t.conn, dolt.LabelAddParams{IssueID: id, Label: label})
+		return t.dq.LabelAdd(t.ctx, t.conn, doltdb.LabelAddParams{IssueID: id, Label: label})
 	}
-	return t.dq.LabelRemove(t.ctx, t.conn, dolt.LabelRemoveParams{IssueID: id, Label: label})
+	return t.dq.LabelRemove(t.ctx, t.conn, doltdb.LabelRemoveParams{IssueID: id, Label: label})
 }
 
 // labelled records a label change as bd's label command does: the event,
@@ -509,7 +511,7 @@ func (t *doltTx) resetMark(r *row, actor, comment string) error {
 }
 
 func (t *doltTx) eventCounts(since time.Time) (EventCounts, error) {
-	ev, err := t.dq.EventCountsSince(t.ctx, t.conn, dolt.EventCountsSinceParams{Since: since.UTC(), Failed: text(like(failedPrefix))})
+	ev, err := t.dq.EventCountsSince(t.ctx, t.conn, doltdb.EventCountsSinceParams{Since: since.UTC(), Failed: text(like(failedPrefix))})
 	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}, err
 }
 
@@ -538,7 +540,7 @@ func (e *doltEngine) writer(ctx context.Context) (*doltWriter, error) {
 	if e.faults != nil {
 		w.h = e.faults(w.h)
 	}
-	taken, err := e.dq.WritersLock(ctx, w.h, dolt.WritersLockParams{Name: w.name, TimeoutSeconds: e.lockWait})
+	taken, err := e.dq.WritersLock(ctx, w.h, doltdb.WritersLockParams{Name: w.name, TimeoutSeconds: e.lockWait})
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -574,7 +576,7 @@ func (e *doltEngine) commit(ctx context.Context, w *doltWriter, message string, 
 			err = e.dq.DoltAddLabels(ctx, w.h)
 		}
 		if err == nil {
-			err = e.dq.DoltCommit(ctx, w.h, dolt.DoltCommitParams{Message: message, Author: doltAuthor})
+			err = e.dq.DoltCommit(ctx, w.h, doltdb.DoltCommitParams{Message: message, Author: doltAuthor})
 		}
 		if err != nil && strings.Contains(err.Error(), "nothing to commit") {
 			err = nil
@@ -610,7 +612,7 @@ var errChanged = errors.New("the issue changed under the claim")
 func doltRetryable(err error) bool { return dolt.IsConflict(err) || errors.Is(err, errChanged) }
 
 func (t *doltTx) heldCount(agent string) (int64, error) {
-	return t.dq.IssueHeldCount(t.ctx, t.conn, dolt.IssueHeldCountParams{Agent: text(agent)})
+	return t.dq.IssueHeldCount(t.ctx, t.conn, doltdb.IssueHeldCountParams{Agent: text(agent)})
 }
 
 // doltSpec leaves the deferred-parent rule out of spec when no issue or
@@ -618,7 +620,7 @@ func (t *doltTx) heldCount(agent string) (int64, error) {
 // that rule was a third of the claim query's server time (BENCHMARKS.md).
 // The count runs in the claim's transaction, so it sees the same snapshot.
 func (t *doltTx) narrow(spec readySpec) (readySpec, error) {
-	deferred, err := t.dq.IssueDeferredAny(t.ctx, t.conn, dolt.IssueDeferredAnyParams{Now: sql.NullTime{Time: t.now.UTC().Truncate(time.Second), Valid: true}})
+	deferred, err := t.dq.IssueDeferredAny(t.ctx, t.conn, doltdb.IssueDeferredAnyParams{Now: sql.NullTime{Time: t.now.UTC().Truncate(time.Second), Valid: true}})
 	if deferred == 0 {
 		spec = spec.without(func(r rule) bool { return r.name == "deferred_parent" })
 	}
@@ -701,11 +703,11 @@ func (t *doltTx) unclaim(r *row, req ReleaseRequest) error {
 		comment = text(releaseComment(req))
 	}
 	lock := newRowLock()
-	set := dolt.IssueUnclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock}
+	set := doltdb.IssueUnclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock}
 	var n int64
 	var err error
 	if r.dolt.wisp {
-		n, err = t.dq.WispUnclaimSet(t.ctx, t.conn, dolt.WispUnclaimSetParams(set))
+		n, err = t.dq.WispUnclaimSet(t.ctx, t.conn, doltdb.WispUnclaimSetParams(set))
 	} else {
 		n, err = t.dq.IssueUnclaimSet(t.ctx, t.conn, set)
 	}
@@ -732,7 +734,7 @@ func (t *doltTx) unclaim(r *row, req ReleaseRequest) error {
 // the issue as it now is. Its Dolt commit is the caller's.
 func (t *doltTx) endClaim(r *row, actor, holder, note string) error {
 	lock := newRowLock()
-	n, err := t.dq.IssueReclaimSet(t.ctx, t.conn, dolt.IssueReclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock})
+	n, err := t.dq.IssueReclaimSet(t.ctx, t.conn, doltdb.IssueReclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock})
 	if err == nil && n != 1 {
 		err = errChanged
 	}
@@ -764,7 +766,7 @@ func (t *doltTx) renew(id, agent string, c claimEvent, d time.Duration) (*Lease,
 		return nil, Errorf(ENotClaimable, "%s is a wisp (bd's wisps table): bd never leases a wisp, so there is no lease to renew", id)
 	}
 	l := newLease(t.now, cmp.Or(d, c.leaseFor, doltLease))
-	n, err := t.dq.LeaseHeartbeat(t.ctx, t.conn, dolt.LeaseHeartbeatParams{LeaseExpiresAt: l.Until, HeartbeatAt: t.now, IssueID: id, Holder: agent})
+	n, err := t.dq.LeaseHeartbeat(t.ctx, t.conn, doltdb.LeaseHeartbeatParams{LeaseExpiresAt: l.Until, HeartbeatAt: t.now, IssueID: id, Holder: agent})
 	if err == nil && n == 0 {
 		err = t.lease(id, agent, l.Until)
 	}
@@ -827,9 +829,9 @@ func (t *doltTx) snapshotOf(id string) (doltSnapshot, error) {
 	ok, err := found(err)
 	wisp := err == nil && !ok // then bd reads the wisps table
 	if wisp {
-		var w dolt.WispSnapshotRow
+		var w doltdb.WispSnapshotRow
 		w, err = t.dq.WispSnapshot(t.ctx, t.conn, id)
-		r = dolt.IssueSnapshotRow(w)
+		r = doltdb.IssueSnapshotRow(w)
 	}
 	if err != nil {
 		return doltSnapshot{}, err

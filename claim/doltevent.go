@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/bdclaim/bd-claim/db/dolt"
+	doltdb "github.com/bdclaim/bd-claim/db/dolt"
 )
 
 // What bd v1.3.0 writes into `events` for a claim on a Dolt server, rebuilt
@@ -101,7 +101,7 @@ type doltIssue struct {
 // doltIssueOf builds the issue from an IssueSnapshot row as bd's
 // issueops.ScanIssueFrom does. Only labels that are not a JSON array of
 // strings fail, which the server's JSON_ARRAYAGG never produces.
-func doltIssueOf(r dolt.IssueSnapshotRow) (doltIssue, error) {
+func doltIssueOf(r doltdb.IssueSnapshotRow) (doltIssue, error) {
 	iss := doltIssue{
 		ID: r.ID, Title: r.Title, Description: r.Description, Design: r.Design,
 		AcceptanceCriteria: r.AcceptanceCriteria, Notes: r.Notes, SpecID: r.SpecID.String,
@@ -255,8 +255,8 @@ func firstFreeEventID(table string, e doltEvent, taken []string) string {
 // newEventID is the id bd would give the row if it inserted it now, in the
 // events table (wisp_events for a wisp), through q (the claim's
 // transaction).
-func newEventID(ctx context.Context, q dolt.DBTX, wisp bool, e doltEvent) (string, error) {
-	same := dolt.EventIDsSameContentParams{
+func newEventID(ctx context.Context, q doltdb.DBTX, wisp bool, e doltEvent) (string, error) {
+	same := doltdb.EventIDsSameContentParams{
 		IssueID: e.IssueID, EventType: e.Type, Actor: e.Actor,
 		OldValue: e.OldValue, NewValue: e.NewValue, Comment: e.Comment, CreatedAt: e.CreatedAt.UTC().Truncate(time.Second),
 	}
@@ -265,10 +265,10 @@ func newEventID(ctx context.Context, q dolt.DBTX, wisp bool, e doltEvent) (strin
 	var err error
 	if wisp {
 		table = "wisp_events"
-		raw, err = dolt.New().WispEventIDsSameContent(ctx, q, dolt.WispEventIDsSameContentParams{IssueID: e.IssueID, EventType: e.Type,
+		raw, err = doltdb.New().WispEventIDsSameContent(ctx, q, doltdb.WispEventIDsSameContentParams{IssueID: e.IssueID, EventType: e.Type,
 			Actor: text(e.Actor), OldValue: e.OldValue, NewValue: e.NewValue, Comment: e.Comment, CreatedAt: sql.NullTime{Time: same.CreatedAt, Valid: true}})
 	} else {
-		raw, err = dolt.New().EventIDsSameContent(ctx, q, same)
+		raw, err = doltdb.New().EventIDsSameContent(ctx, q, same)
 	}
 	if err != nil {
 		return "", err

@@ -12,7 +12,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/bdclaim/bd-claim/claim/claimtest"
-	"github.com/bdclaim/bd-claim/db/dolt"
+	doltdb "github.com/bdclaim/bd-claim/db/dolt"
 )
 
 func null(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }
@@ -84,7 +84,7 @@ func TestFirstFreeEventID(t *testing.T) {
 // What bd's ScanIssueFrom does with values its CLI does not write.
 func TestDoltIssueOf(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("X", -7200))
-	row := dolt.IssueSnapshotRow{ID: "x-1", Title: "T", Status: "open", IssueType: "task", CreatedAt: at, UpdatedAt: at,
+	row := doltdb.IssueSnapshotRow{ID: "x-1", Title: "T", Status: "open", IssueType: "task", CreatedAt: at, UpdatedAt: at,
 		Metadata: json.RawMessage(`{}`), Labels: json.RawMessage(`["b","B","a","ä"]`),
 		ExternalRef: null(""), Waiters: null(`["a@x", "b@y"]`), CompactionLevel: sql.NullInt32{Int32: 2, Valid: true},
 		StartedAt: sql.NullTime{Time: at, Valid: true}}
@@ -162,7 +162,7 @@ func TestDoltClaimedEventMatchesBd(t *testing.T) {
 		await_type = 'human', mol_type = 'patrol' WHERE id = ?`, tmpl)
 
 	for _, id := range ids {
-		row, err := dolt.New().IssueSnapshot(ctx, conn, id)
+		row, err := doltdb.New().IssueSnapshot(ctx, conn, id)
 		assert.NilError(t, err)
 		iss, err := doltIssueOf(row)
 		assert.NilError(t, err)
@@ -199,7 +199,7 @@ func TestDoltClaimedEventMatchesBd(t *testing.T) {
 		}
 	}
 
-	_, err := dolt.New().IssueSnapshot(ctx, conn, "ev-nope")
+	_, err := doltdb.New().IssueSnapshot(ctx, conn, "ev-nope")
 	assert.Check(t, is.ErrorIs(err, sql.ErrNoRows))
 }
 
@@ -222,7 +222,7 @@ func TestNewEventIDFails(t *testing.T) {
 
 // oneRow answers every single-row query with the row of its own query.
 type oneRow struct {
-	dolt.DBTX
+	doltdb.DBTX
 	query string
 }
 

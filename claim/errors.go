@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/bdclaim/bd-claim/db"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 )
 
 // Code classifies every error bd-claim reports. The CLI maps each code to an
@@ -88,14 +88,14 @@ func classify(err error, doing string) error {
 	if c, d, ok := doltCode(err); ok {
 		code, detail = c, d+" ("+detail+")"
 	}
-	switch db.Code(err) {
-	case db.CodeBusy, db.CodeLocked:
+	switch sqlite.Code(err) {
+	case sqlite.CodeBusy, sqlite.CodeLocked:
 		code, detail = EBusy, "the database stayed locked by another writer; retry later or raise --timeout-ms ("+detail+")"
-	case db.CodeNotADB:
+	case sqlite.CodeNotADB:
 		code, detail = ESchema, "the file is not a SQLite database ("+detail+")"
-	case db.CodeCorrupt:
+	case sqlite.CodeCorrupt:
 		code, detail = ESchema, "the database file is corrupt; restore it or rebuild it with bd from issues.jsonl ("+detail+")"
-	case db.CodeCantOpen:
+	case sqlite.CodeCantOpen:
 		code, detail = EDBNotFound, "the database cannot be opened ("+detail+")"
 	}
 	e = Errorf(code, "could not %s: %s", doing, detail)

@@ -18,7 +18,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/bdclaim/bd-claim/claim/claimtest"
-	"github.com/bdclaim/bd-claim/db"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 )
 
 // openMustFail opens path expecting an error with code and message parts,
@@ -314,27 +314,27 @@ func sqliteErrors(t *testing.T) map[int]error {
 
 	// SQLITE_BUSY: another connection holds the write lock.
 	path := claimtest.DBPath(claimtest.Fixture(t, "0.49.6"))
-	holder := db.Open(path, time.Second)
+	holder := sqlite.Open(path, time.Second)
 	defer holder.Close()
 	lock, err := holder.BeginTx(ctx, nil)
 	assert.NilError(t, err)
 	defer lock.Rollback()
-	waiter := db.Open(path, time.Millisecond)
+	waiter := sqlite.Open(path, time.Millisecond)
 	defer waiter.Close()
 	_, err = waiter.BeginTx(ctx, nil)
-	out[db.CodeBusy] = err
+	out[sqlite.CodeBusy] = err
 
 	// SQLITE_LOCKED: a table dropped while a statement on the same
 	// connection still reads it.
 	path = claimtest.DBPath(claimtest.Fixture(t, "0.47.1"))
-	conn := db.Open(path, time.Second)
+	conn := sqlite.Open(path, time.Second)
 	defer conn.Close()
 	c, err := conn.Conn(ctx)
 	assert.NilError(t, err)
 	rows, err := c.QueryContext(ctx, "SELECT id FROM issues")
 	assert.NilError(t, err)
 	assert.Assert(t, rows.Next())
-	_, out[db.CodeLocked] = c.ExecContext(ctx, "DROP TABLE labels")
+	_, out[sqlite.CodeLocked] = c.ExecContext(ctx, "DROP TABLE labels")
 	assert.NilError(t, rows.Close())
 	assert.NilError(t, c.Close())
 
@@ -343,19 +343,19 @@ func sqliteErrors(t *testing.T) map[int]error {
 		if content != nil {
 			assert.NilError(t, os.WriteFile(p, content, 0o644))
 		}
-		conn := db.Open(p, time.Second)
+		conn := sqlite.Open(p, time.Second)
 		defer conn.Close()
 		var n int
 		return conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n)
 	}
-	out[db.CodeNotADB] = query([]byte("plain text, long enough to be read as a header of a database file.........................................."))
+	out[sqlite.CodeNotADB] = query([]byte("plain text, long enough to be read as a header of a database file.........................................."))
 	full, err := os.ReadFile(claimtest.DBPath(claimtest.Fixture(t, "0.27.2")))
 	assert.NilError(t, err)
-	out[db.CodeCorrupt] = query(full[:8192])
-	out[db.CodeCantOpen] = query(nil)
+	out[sqlite.CodeCorrupt] = query(full[:8192])
+	out[sqlite.CodeCantOpen] = query(nil)
 
 	// SQLITE_ERROR, a code classify does not single out.
-	conn2 := db.Open(claimtest.DBPath(claimtest.Fixture(t, "0.27.2")), time.Second)
+	conn2 := sqlite.Open(claimtest.DBPath(claimtest.Fixture(t, "0.27.2")), time.Second)
 	defer conn2.Close()
 	_, out[1] = conn2.ExecContext(ctx, "SELECT * FROM no_such_table")
 	return out
@@ -367,15 +367,15 @@ func TestClassify(t *testing.T) {
 		code Code
 		msg  string
 	}{
-		db.CodeBusy:     {EBusy, "could not do it: the database stayed locked by another writer; retry later or raise --timeout-ms"},
-		db.CodeLocked:   {EBusy, "could not do it: the database stayed locked"},
-		db.CodeNotADB:   {ESchema, "could not do it: the file is not a SQLite database"},
-		db.CodeCorrupt:  {ESchema, "could not do it: the database file is corrupt; restore it or rebuild it with bd from issues.jsonl"},
-		db.CodeCantOpen: {EDBNotFound, "could not do it: the database cannot be opened"},
-		1:               {EUnexpected, "could not do it: SQL logic error: no such table: no_such_table"},
+		sqlite.CodeBusy:     {EBusy, "could not do it: the database stayed locked by another writer; retry later or raise --timeout-ms"},
+		sqlite.CodeLocked:   {EBusy, "could not do it: the database stayed locked"},
+		sqlite.CodeNotADB:   {ESchema, "could not do it: the file is not a SQLite database"},
+		sqlite.CodeCorrupt:  {ESchema, "could not do it: the database file is corrupt; restore it or rebuild it with bd from issues.jsonl"},
+		sqlite.CodeCantOpen: {EDBNotFound, "could not do it: the database cannot be opened"},
+		1:                   {EUnexpected, "could not do it: SQL logic error: no such table: no_such_table"},
 	} {
 		err := errs[code]
-		assert.Equal(t, db.Code(err), code, "driver error %v", err)
+		assert.Equal(t, sqlite.Code(err), code, "driver error %v", err)
 		got := classify(err, "do it")
 		assert.Equal(t, ErrorCode(got), want.code, "%v", got)
 		assert.ErrorContains(t, got, want.msg)
@@ -462,7 +462,7 @@ func TestClaimBusy(t *testing.T) {
 	ctx := context.Background()
 	s, path := store(t, "0.49.6", Options{BusyTimeout: 50 * time.Millisecond, Retry: Retry{Attempts: 2, Backoff: time.Millisecond}})
 	before := claimtest.Snapshot(t, path)
-	other := db.Open(path, time.Second)
+	other := sqlite.Open(path, time.Second)
 	defer other.Close()
 	lock, err := other.BeginTx(ctx, nil) // BEGIN IMMEDIATE
 	assert.NilError(t, err)
@@ -494,7 +494,7 @@ func TestClaimBusy(t *testing.T) {
 func TestClaimBusyNoWait(t *testing.T) {
 	ctx := context.Background()
 	s, path := store(t, "0.49.6", Options{BusyTimeout: -1, Retry: Retry{Attempts: 1}})
-	other := db.Open(path, time.Second)
+	other := sqlite.Open(path, time.Second)
 	defer other.Close()
 	lock, err := other.BeginTx(ctx, nil)
 	assert.NilError(t, err)

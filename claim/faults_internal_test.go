@@ -12,6 +12,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 	"github.com/bdclaim/bd-claim/db"
 )
 
@@ -257,7 +258,7 @@ func TestClaimCancelledOnDeck(t *testing.T) {
 	s.faults = func(h db.DBTX) db.DBTX { return cancelling{DBTX: h, cancel: cancel} }
 	_, err := s.Claim(ctx, Request{Agent: "a"})
 	assert.Equal(t, ErrorCode(err), EInterrupted)
-	q := db.OpenQueue(db.QueueDir(), path)
+	q := sqlite.OpenQueue(sqlite.QueueDir(), path)
 	defer q.Close()
 	p, missed := q.Deck(0)
 	assert.Assert(t, !missed)

@@ -13,25 +13,26 @@ import (
 
 	sq "github.com/Masterminds/squirrel"
 
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 	"github.com/bdclaim/bd-claim/db"
 )
 
 // sqliteEngine is the engine of a SQLite workspace (bd v0.27-v0.50): one
-// writer at a time, bd-claim's writers in a kernel queue (db.Queue) before
+// writer at a time, bd-claim's writers in a kernel queue (sqlite.Queue) before
 // BEGIN IMMEDIATE, a busy database tried again, each statement prepared
 // once, and a claim-next that reads its candidates ahead of its turn.
 type sqliteEngine struct {
 	*Store
-	stmts *db.Stmts
+	stmts *sqlite.Stmts
 	q     *db.Queries
 	busy  time.Duration // SQLite's busy timeout
-	retry db.Retry
+	retry sqlite.Retry
 	// writer is the connection every write transaction runs on, taken
 	// from the pool by the first (guarded by Store.writing): PRAGMA
 	// data_version, by which a remembered order (queue) tells another
 	// connection's writes from the Store's own, counts per connection.
 	writer    *sql.Conn
-	handoff   *db.Queue // the writers' queue across processes, opened by the first writer (queue)
+	handoff   *sqlite.Queue // the writers' queue across processes, opened by the first writer (queue)
 	handoffOn sync.Once
 	queues    queues // guarded by Store.writing
 	readSQL   string // reads the flavor's columns of one issue (see read)
@@ -41,7 +42,7 @@ type sqliteEngine struct {
 // openSQLite opens the SQLite database at ws.DBPath for s and checks who
 // wrote it (detectFlavor).
 func openSQLite(ctx context.Context, s *Store, o Options) error {
-	conn := db.Open(s.Workspace.DBPath, o.BusyTimeout)
+	conn := sqlite.Open(s.Workspace.DBPath, o.BusyTimeout)
 	fl, err := detectFlavor(ctx, conn)
 	if err != nil {
 		conn.Close()
@@ -55,8 +56,8 @@ func openSQLite(ctx context.Context, s *Store, o Options) error {
 	}
 	readSQL, _ := sq.Select(exprs...).From("issues").Where("id = ?").MustSql()
 	s.flavor, s.conn = fl, conn
-	s.eng = &sqliteEngine{Store: s, stmts: db.NewStmts(conn), q: db.New(), busy: o.BusyTimeout,
-		retry: db.Retry(o.Retry), queues: queues{}, readSQL: readSQL}
+	s.eng = &sqliteEngine{Store: s, stmts: sqlite.NewStmts(conn), q: db.New(), busy: o.BusyTimeout,
+		retry: sqlite.Retry(o.Retry), queues: queues{}, readSQL: readSQL}
 	return nil
 }
 
@@ -73,8 +74,8 @@ func (e *sqliteEngine) close() error {
 
 // queue returns the writers' queue, which the first writer opens (a Store
 // that only reads makes no lock file).
-func (e *sqliteEngine) queue() *db.Queue {
-	e.handoffOn.Do(func() { e.handoff = db.OpenQueue(db.QueueDir(), e.Workspace.DBPath) })
+func (e *sqliteEngine) queue() *sqlite.Queue {
+	e.handoffOn.Do(func() { e.handoff = sqlite.OpenQueue(sqlite.QueueDir(), e.Workspace.DBPath) })
 	return e.handoff
 }
 
@@ -85,14 +86,14 @@ func (e *sqliteEngine) queueWait() time.Duration {
 }
 
 // write is SQLite's frame: every bd-claim writer of the database, in any
-// process, waits in a kernel queue (db.Queue: the next writer is woken the
+// process, waits in a kernel queue (sqlite.Queue: the next writer is woken the
 // moment the previous one leaves, where SQLite's busy handler sleeps up to
 // 100ms between looks at the lock, and serves an unlucky waiter last),
 // for the busy timeouts of all its tries but the last (at least one), then
 // goes on without it with that last try only, so that --timeout-ms bounds
 // the whole wait. A writer on the deck d waits for what is left of that
 // and leaves the deck once its turn has come. Then fn runs in one BEGIN
-// IMMEDIATE transaction (db.Tx: begin and commit errors wrapped, a panic
+// IMMEDIATE transaction (sqlite.Tx: begin and commit errors wrapped, a panic
 // rolled back) on the Store's write connection, tried again whole while
 // the database is busy; the hooks run after the commit, still in the
 // queue.
@@ -114,7 +115,7 @@ func (e *sqliteEngine) write(ctx context.Context, _ string, d deck, fn func(*txn
 			return err
 		}
 	}
-	t, err := e.tx(ctx, e.writer, retry, db.IsBusy, fn)
+	t, err := e.tx(ctx, e.writer, retry, sqlite.IsBusy, fn)
 	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
 		e.writer = nil // the pool replaces a broken connection; the next write takes another
 	}
@@ -138,7 +139,7 @@ const headSize = 64
 // remembered order instead (queue). A candidate that became claimable
 // after the read, however urgent, waits for the next claim, as if the
 // claim had run at the read. It reads them on the writers' queue's deck
-// (db.Queue.Deck), which it returns: only the writes of the two writers
+// (sqlite.Queue.Deck), which it returns: only the writes of the two writers
 // ahead (and any write that does not queue on the deck: bd's, a release,
 // an --id claim) come between the read and the claim's turn, where a
 // claim that read on arrival would find the candidates taken by every

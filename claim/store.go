@@ -10,6 +10,7 @@ import (
 
 	sq "github.com/Masterminds/squirrel"
 
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 	"github.com/bdclaim/bd-claim/db"
 )
 
@@ -137,10 +138,10 @@ func (s *Store) write(ctx context.Context, doing string, fn func(t *txn) error) 
 }
 
 // deck is a writer's place on the SQLite writers' queue's deck
-// (db.Queue.Deck), taken at at to read what it will write before its
+// (sqlite.Queue.Deck), taken at at to read what it will write before its
 // turn (engine.ahead); at is zero for a writer that did not take one.
 type deck struct {
-	place db.Place
+	place sqlite.Place
 	at    time.Time
 }
 
@@ -158,10 +159,10 @@ func (s *Store) writeFromDeck(ctx context.Context, doing string, d deck, fn func
 // tx runs fn in one transaction on conn, tried again whole while
 // retryable says the error is worth it, each try a new txn with the clock
 // read anew. It returns the txn of the last try.
-func (s *Store) tx(ctx context.Context, conn db.Beginner, retry db.Retry, retryable func(error) bool, fn func(t *txn) error) (*txn, error) {
+func (s *Store) tx(ctx context.Context, conn sqlite.Beginner, retry sqlite.Retry, retryable func(error) bool, fn func(t *txn) error) (*txn, error) {
 	var t *txn
 	try := 0
-	err := db.TxRetry(ctx, conn, retry, retryable, func(tx *sql.Tx) error {
+	err := sqlite.TxRetry(ctx, conn, retry, retryable, func(tx *sql.Tx) error {
 		try++
 		t = s.txn(ctx, tx)
 		t.try = try

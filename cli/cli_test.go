@@ -24,7 +24,7 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
-	"github.com/bdclaim/bd-claim/db"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 )
 
 // result is the JSON envelope of every bd-claim command: claim, release,
@@ -334,7 +334,7 @@ func TestBusyInQueue(t *testing.T) {
 	path := claimtest.DBPath(root)
 	xdg := t.TempDir()
 	env := []string{"XDG_RUNTIME_DIR=" + xdg}
-	q := db.OpenQueue(filepath.Join(xdg, "bd-claim"), path)
+	q := sqlite.OpenQueue(filepath.Join(xdg, "bd-claim"), path)
 	defer q.Close()
 	leave, missed := q.Enter(0)
 	assert.Assert(t, !missed)
@@ -514,7 +514,7 @@ func TestKilledWriters(t *testing.T) {
 	}
 	assert.DeepEqual(t, claimtest.Strings(t, conn, "PRAGMA integrity_check"), []string{"ok"})
 
-	q := db.OpenQueue(filepath.Join(xdg, "bd-claim"), path)
+	q := sqlite.OpenQueue(filepath.Join(xdg, "bd-claim"), path)
 	defer q.Close()
 	leave, missed := q.Enter(0)
 	assert.Assert(t, !missed, "the queue is free")

@@ -63,7 +63,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bdclaim/bd-claim/claim"
-	"github.com/bdclaim/bd-claim/db"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 	beadssql "github.com/bdclaim/bd-claim/sql"
 )
 
@@ -387,7 +387,7 @@ func (b *bench) generateOne(ctx context.Context, name string, n int, edit func(*
 		return nil, fmt.Errorf("generate %s: %w", name, err)
 	}
 	t := &template{name: name, db: demo.Workspace.DBPath, ready: demo.Ready}
-	conn := db.Open(t.db, 5*time.Second)
+	conn := sqlite.Open(t.db, 5*time.Second)
 	// bd refuses a database without config.issue_prefix ("not initialized").
 	_, err = conn.ExecContext(ctx, "INSERT OR REPLACE INTO config (key, value) VALUES ('issue_prefix', 'demo')")
 	if err == nil && edit != nil {
@@ -460,7 +460,7 @@ func copyFile(from, to string) error {
 
 // countClaimed counts the issues agent holds in w.
 func (w *workspace) countClaimed(agentLike string) (int, error) {
-	conn := db.Open(w.db, 5*time.Second)
+	conn := sqlite.Open(w.db, 5*time.Second)
 	defer conn.Close()
 	var n int
 	err := conn.QueryRow("SELECT count(*) FROM issues WHERE status = 'in_progress' AND assignee LIKE ?", agentLike).Scan(&n)
@@ -949,7 +949,7 @@ func (b *bench) inProcess(ctx context.Context) error {
 	}
 	const sec = "2. In-process claims/s"
 	rate := func(m *mode) float64 { return float64(m.done) / m.elapsed.Seconds() }
-	b.add(row{sec, fmt.Sprintf("raw limit: BEGIN IMMEDIATE; UPDATE issues …; COMMIT (db.Open pragmas), %d claims", rawM.done),
+	b.add(row{sec, fmt.Sprintf("raw limit: BEGIN IMMEDIATE; UPDATE issues …; COMMIT (sqlite.Open pragmas), %d claims", rawM.done),
 		fmt.Sprintf("%.0f claims/s", rate(rawM)), "", "", "", ""})
 	for _, m := range []*mode{lib1, lib8} {
 		r := rate(m) / rate(rawM)
@@ -960,7 +960,7 @@ func (b *bench) inProcess(ctx context.Context) error {
 }
 
 // raw is the minimal claim loop: one UPDATE per BEGIN IMMEDIATE transaction
-// through db.Open, so its pragmas are exactly bd-claim's.
+// through sqlite.Open, so its pragmas are exactly bd-claim's.
 type raw struct {
 	run   func(n int) (int, error)
 	close func() error
@@ -971,7 +971,7 @@ func rawMode(b *bench, t *template) (*raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn := db.Open(ws.db, 5*time.Second)
+	conn := sqlite.Open(ws.db, 5*time.Second)
 	ctx := context.Background()
 	if err := conn.PingContext(ctx); err != nil { // connect outside the timed rounds, as claim.Open does
 		conn.Close()

@@ -1,6 +1,6 @@
 // Command minclaim is the floor of a claim process for `make bench`: the
 // least a program can do to claim one issue of a SQLite workspace with
-// modernc.org/sqlite. It opens the database as bd-claim does (db.Open: the
+// modernc.org/sqlite. It opens the database as bd-claim does (sqlite.Open: the
 // same pragmas), runs BEGIN IMMEDIATE, one guarded UPDATE … RETURNING of
 // the most urgent open unassigned issue, COMMIT, and closes (trying again
 // while the database is busy). No workspace discovery, schema check, bd
@@ -18,7 +18,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/bdclaim/bd-claim/db"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 )
 
 func main() {
@@ -42,11 +42,11 @@ func main() {
 // queue instead), so that a swarm of it measures its cost, not its busy
 // errors.
 func claim(path, agent string) (string, error) {
-	conn := db.Open(path, 5*time.Second)
+	conn := sqlite.Open(path, 5*time.Second)
 	defer conn.Close()
 	for end := time.Now().Add(30 * time.Second); ; {
 		id, err := claimOnce(conn, agent)
-		if !db.IsBusy(err) || time.Now().After(end) {
+		if !sqlite.IsBusy(err) || time.Now().After(end) {
 			return id, err
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package db
+package sqlite
 
 import "time"
 

@@ -1,4 +1,4 @@
-package db_test
+package sqlite_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/bdclaim/bd-claim/claim/claimtest"
-	"github.com/bdclaim/bd-claim/db"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 )
 
 // The statement cache runs every kind of query, in and out of a
@@ -19,7 +19,7 @@ func TestStmts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	conn := open(t, newDB(t, "beads.db"), time.Second)
-	stmts := db.NewStmts(conn)
+	stmts := sqlite.NewStmts(conn)
 	defer stmts.Close()
 	pool := stmts.On(nil)
 

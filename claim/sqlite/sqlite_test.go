@@ -1,4 +1,4 @@
-package db_test
+package sqlite_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 	"github.com/bdclaim/bd-claim/db"
 )
 
@@ -24,14 +25,14 @@ import (
 func newDB(t *testing.T, name string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
-	assert.NilError(t, db.Create(context.Background(), path))
+	assert.NilError(t, sqlite.Create(context.Background(), path))
 	return path
 }
 
-// open is db.Open with a cleanup.
+// open is sqlite.Open with a cleanup.
 func open(t *testing.T, path string, busy time.Duration) *sql.DB {
 	t.Helper()
-	conn := db.Open(path, busy)
+	conn := sqlite.Open(path, busy)
 	t.Cleanup(func() { conn.Close() })
 	return conn
 }
@@ -42,9 +43,9 @@ func TestOpenNeverCreates(t *testing.T) {
 	path := filepath.Join(dir, "beads.db")
 	conn := open(t, path, time.Second)
 	err := conn.Ping()
-	assert.Equal(t, db.Code(err), db.CodeCantOpen, "%v", err)
+	assert.Equal(t, sqlite.Code(err), sqlite.CodeCantOpen, "%v", err)
 	_, err = conn.Exec("CREATE TABLE x (y)")
-	assert.Equal(t, db.Code(err), db.CodeCantOpen, "%v", err)
+	assert.Equal(t, sqlite.Code(err), sqlite.CodeCantOpen, "%v", err)
 	assert.NilError(t, conn.Close())
 	assert.Check(t, is.Len(claimtest.Names(t, dir), 0))
 }
@@ -71,20 +72,20 @@ func TestOpenPathsNeedingEscapes(t *testing.T) {
 
 func TestCode(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, db.Code(nil), 0)
-	assert.Equal(t, db.Code(errors.New("not sqlite")), 0)
-	assert.Assert(t, !db.IsBusy(nil))
-	assert.Assert(t, !db.IsBusy(errors.New("database is locked")), "the text alone does not make an error busy")
-	assert.Assert(t, !db.IsBusy(context.Canceled))
+	assert.Equal(t, sqlite.Code(nil), 0)
+	assert.Equal(t, sqlite.Code(errors.New("not sqlite")), 0)
+	assert.Assert(t, !sqlite.IsBusy(nil))
+	assert.Assert(t, !sqlite.IsBusy(errors.New("database is locked")), "the text alone does not make an error busy")
+	assert.Assert(t, !sqlite.IsBusy(context.Canceled))
 
 	path := newDB(t, "beads.db")
 	conn := open(t, path, time.Second)
 	_, err := conn.Exec("SELECT * FROM nope")
-	assert.Equal(t, db.Code(err), 1) // SQLITE_ERROR
-	assert.Assert(t, !db.IsBusy(err))
+	assert.Equal(t, sqlite.Code(err), 1) // SQLITE_ERROR
+	assert.Assert(t, !sqlite.IsBusy(err))
 	_, err = conn.Exec("INSERT INTO metadata (key, value) VALUES ('k', NULL)")
-	assert.Equal(t, db.Code(err), 19, "%v", err) // SQLITE_CONSTRAINT: the primary code of SQLITE_CONSTRAINT_NOTNULL
-	assert.Equal(t, db.Code(fmt.Errorf("wrapped: %w", err)), 19)
+	assert.Equal(t, sqlite.Code(err), 19, "%v", err) // SQLITE_CONSTRAINT: the primary code of SQLITE_CONSTRAINT_NOTNULL
+	assert.Equal(t, sqlite.Code(fmt.Errorf("wrapped: %w", err)), 19)
 }
 
 // A real SQLITE_BUSY: another connection holds BEGIN IMMEDIATE.
@@ -100,9 +101,9 @@ func TestIsBusy(t *testing.T) {
 	start := time.Now()
 	_, err = waiter.BeginTx(ctx, nil)
 	assert.Assert(t, time.Since(start) >= 20*time.Millisecond, "busy_timeout was not applied")
-	assert.Equal(t, db.Code(err), db.CodeBusy, "%v", err)
-	assert.Assert(t, db.IsBusy(err))
-	assert.Assert(t, db.IsBusy(fmt.Errorf("claim: %w", err)))
+	assert.Equal(t, sqlite.Code(err), sqlite.CodeBusy, "%v", err)
+	assert.Assert(t, sqlite.IsBusy(err))
+	assert.Assert(t, sqlite.IsBusy(fmt.Errorf("claim: %w", err)))
 
 	// A reader is not blocked by the writer (WAL), and a read does not
 	// take the lock.
@@ -125,8 +126,8 @@ func TestIsBusyLocked(t *testing.T) {
 	assert.Assert(t, rows.Next())
 	_, err = c.ExecContext(ctx, "DROP TABLE config")
 	assert.NilError(t, rows.Close())
-	assert.Equal(t, db.Code(err), db.CodeLocked, "%v", err)
-	assert.Assert(t, db.IsBusy(err))
+	assert.Equal(t, sqlite.Code(err), sqlite.CodeLocked, "%v", err)
+	assert.Assert(t, sqlite.IsBusy(err))
 }
 
 func TestTxCommits(t *testing.T) {
@@ -135,7 +136,7 @@ func TestTxCommits(t *testing.T) {
 	path := newDB(t, "beads.db")
 	conn := open(t, path, time.Second)
 	calls := 0
-	err := db.Tx(ctx, conn, db.Retry{Attempts: 3}, func(tx *sql.Tx) error {
+	err := sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 3}, func(tx *sql.Tx) error {
 		calls++
 		return db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "k", Value: "v"})
 	})
@@ -154,7 +155,7 @@ func TestTxRollsBackOnError(t *testing.T) {
 	conn := open(t, path, time.Second)
 	stop := errors.New("stop here")
 	calls := 0
-	err := db.Tx(ctx, conn, db.Retry{Attempts: 3, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
+	err := sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 3, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
 		calls++
 		q := db.New()
 		assert.NilError(t, q.SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "first", Value: "1"}))
@@ -165,7 +166,7 @@ func TestTxRollsBackOnError(t *testing.T) {
 	assert.Equal(t, calls, 1, "an error that is not busy is not retried")
 	assert.Equal(t, claimtest.Count(t, open(t, path, time.Second), "SELECT count(*) FROM metadata"), 0)
 	// The connection is usable again: the rollback released the lock.
-	assert.NilError(t, db.Tx(ctx, conn, db.Retry{Attempts: 1}, func(tx *sql.Tx) error {
+	assert.NilError(t, sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 1}, func(tx *sql.Tx) error {
 		return db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "after", Value: "1"})
 	}))
 }
@@ -179,13 +180,13 @@ func TestTxPanicRollsBack(t *testing.T) {
 	conn := open(t, path, 100*time.Millisecond)
 	func() {
 		defer func() { assert.Equal(t, recover(), "boom") }()
-		_ = db.Tx(ctx, conn, db.Retry{Attempts: 1}, func(tx *sql.Tx) error {
+		_ = sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 1}, func(tx *sql.Tx) error {
 			assert.NilError(t, db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "half", Value: "1"}))
 			panic("boom")
 		})
 	}()
 	assert.Equal(t, claimtest.Count(t, open(t, path, time.Second), "SELECT count(*) FROM metadata"), 0)
-	assert.NilError(t, db.Tx(ctx, open(t, path, 100*time.Millisecond), db.Retry{Attempts: 1}, func(tx *sql.Tx) error {
+	assert.NilError(t, sqlite.Tx(ctx, open(t, path, 100*time.Millisecond), sqlite.Retry{Attempts: 1}, func(tx *sql.Tx) error {
 		return db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "after", Value: "1"})
 	}), "another connection can write: the lock was released")
 }
@@ -200,7 +201,7 @@ func TestTxCommitFails(t *testing.T) {
 	_, err := conn.Exec(`CREATE TABLE parent (id TEXT PRIMARY KEY);
 		CREATE TABLE child (parent_id TEXT REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)`)
 	assert.NilError(t, err)
-	err = db.Tx(ctx, conn, db.Retry{Attempts: 3, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
+	err = sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 3, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "INSERT INTO child (parent_id) VALUES ('none')")
 		return err
 	})
@@ -220,7 +221,7 @@ func lockedDB(t *testing.T) (conn *sql.DB, write func(*sql.Tx) error, release fu
 	lock, err := holder.BeginTx(ctx, nil)
 	assert.NilError(t, err)
 	t.Cleanup(func() { lock.Rollback() })
-	// Not db.Open: a DEFERRED BEGIN succeeds, so fn runs and its write is
+	// Not sqlite.Open: a DEFERRED BEGIN succeeds, so fn runs and its write is
 	// the statement that meets the lock.
 	conn, err = sql.Open("sqlite", "file:"+path+"?mode=rw&_pragma=busy_timeout(1)")
 	assert.NilError(t, err)
@@ -236,12 +237,12 @@ func TestTxRetriesBusyUpToAttempts(t *testing.T) {
 		t.Run(fmt.Sprint(attempts), func(t *testing.T) {
 			conn, write, _ := lockedDB(t)
 			calls := 0
-			err := db.Tx(context.Background(), conn, db.Retry{Attempts: attempts, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
+			err := sqlite.Tx(context.Background(), conn, sqlite.Retry{Attempts: attempts, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
 				calls++
 				return write(tx)
 			})
-			assert.Assert(t, db.IsBusy(err), "%v", err)
-			assert.Equal(t, db.Code(err), db.CodeBusy)
+			assert.Assert(t, sqlite.IsBusy(err), "%v", err)
+			assert.Equal(t, sqlite.Code(err), sqlite.CodeBusy)
 			assert.Equal(t, calls, attempts)
 		})
 	}
@@ -250,11 +251,11 @@ func TestTxRetriesBusyUpToAttempts(t *testing.T) {
 func TestTxRetrySucceedsOnceTheLockIsGone(t *testing.T) {
 	conn, write, release := lockedDB(t)
 	calls := 0
-	err := db.Tx(context.Background(), conn, db.Retry{Attempts: 5, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
+	err := sqlite.Tx(context.Background(), conn, sqlite.Retry{Attempts: 5, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
 		calls++
 		err := write(tx)
 		if calls == 2 {
-			assert.Assert(t, db.IsBusy(err))
+			assert.Assert(t, sqlite.IsBusy(err))
 			release()
 		}
 		return err
@@ -272,9 +273,9 @@ func TestTxRetrySucceedsOnceTheLockIsGone(t *testing.T) {
 func TestTxBackoffWaits(t *testing.T) {
 	conn, write, _ := lockedDB(t)
 	start := time.Now()
-	err := db.Tx(context.Background(), conn, db.Retry{Attempts: 5, Backoff: 20 * time.Millisecond}, write)
+	err := sqlite.Tx(context.Background(), conn, sqlite.Retry{Attempts: 5, Backoff: 20 * time.Millisecond}, write)
 	elapsed := time.Since(start)
-	assert.Assert(t, db.IsBusy(err))
+	assert.Assert(t, sqlite.IsBusy(err))
 	assert.Assert(t, elapsed >= 150*time.Millisecond, "waited only %s", elapsed)
 	assert.Assert(t, elapsed < 3*time.Second, "waited %s", elapsed)
 }
@@ -285,14 +286,14 @@ func TestTxStopsRetryingWhenCancelled(t *testing.T) {
 	defer cancel()
 	var calls atomic.Int32
 	start := time.Now()
-	err := db.Tx(ctx, conn, db.Retry{Attempts: 10, Backoff: time.Hour}, func(tx *sql.Tx) error {
+	err := sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 10, Backoff: time.Hour}, func(tx *sql.Tx) error {
 		calls.Add(1)
 		err := write(tx)
 		// Cancel once Tx is pausing before the next try.
 		time.AfterFunc(20*time.Millisecond, cancel)
 		return err
 	})
-	assert.Assert(t, db.IsBusy(err), "the last busy error is returned: %v", err)
+	assert.Assert(t, sqlite.IsBusy(err), "the last busy error is returned: %v", err)
 	assert.Equal(t, calls.Load(), int32(1))
 	assert.Assert(t, time.Since(start) < 10*time.Second)
 }
@@ -303,7 +304,7 @@ func TestTxBeginFails(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	called := false
-	err := db.Tx(ctx, conn, db.Retry{Attempts: 3, Backoff: time.Millisecond}, func(*sql.Tx) error { called = true; return nil })
+	err := sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 3, Backoff: time.Millisecond}, func(*sql.Tx) error { called = true; return nil })
 	assert.Assert(t, errors.Is(err, context.Canceled), "%v", err)
 	assert.Assert(t, !called)
 
@@ -314,8 +315,8 @@ func TestTxBeginFails(t *testing.T) {
 	defer lock.Rollback()
 	busy := open(t, path, time.Millisecond)
 	start := time.Now()
-	err = db.Tx(context.Background(), busy, db.Retry{Attempts: 3, Backoff: 20 * time.Millisecond}, func(*sql.Tx) error { called = true; return nil })
-	assert.Assert(t, db.IsBusy(err), "%v", err)
+	err = sqlite.Tx(context.Background(), busy, sqlite.Retry{Attempts: 3, Backoff: 20 * time.Millisecond}, func(*sql.Tx) error { called = true; return nil })
+	assert.Assert(t, sqlite.IsBusy(err), "%v", err)
 	assert.Assert(t, !called)
 	assert.Assert(t, time.Since(start) >= 30*time.Millisecond, "no pause between busy BEGINs")
 }
@@ -339,7 +340,7 @@ func TestCreate(t *testing.T) {
 	assert.NilError(t, conn.Close())
 
 	before := claimtest.FileSum(t, path)
-	err := db.Create(ctx, path)
+	err := sqlite.Create(ctx, path)
 	assert.ErrorContains(t, err, path+" already holds a database")
 	assert.Equal(t, claimtest.FileSum(t, path), before, "a refused Create wrote to the database")
 
@@ -350,12 +351,12 @@ func TestCreate(t *testing.T) {
 	_, err = c.Exec("CREATE TABLE mine (x)")
 	assert.NilError(t, err)
 	assert.NilError(t, c.Close())
-	assert.ErrorContains(t, db.Create(ctx, other), "already holds a database")
+	assert.ErrorContains(t, sqlite.Create(ctx, other), "already holds a database")
 
 	// An empty file is an empty database: Create fills it.
 	empty := filepath.Join(t.TempDir(), "empty.db")
 	assert.NilError(t, os.WriteFile(empty, nil, 0o644))
-	assert.NilError(t, db.Create(ctx, empty))
+	assert.NilError(t, sqlite.Create(ctx, empty))
 	assert.Equal(t, claimtest.Count(t, open(t, empty, time.Second), "SELECT count(*) FROM sqlite_schema WHERE name = 'issues'"), 1)
 }
 
@@ -366,17 +367,17 @@ func TestCreateFails(t *testing.T) {
 	text := filepath.Join(dir, "notes.db")
 	assert.NilError(t, os.WriteFile(text, []byte("not a database, just some text that is long enough to be a header......................................"), 0o644))
 	before := claimtest.FileSum(t, text)
-	err := db.Create(ctx, text)
-	assert.Equal(t, db.Code(err), db.CodeNotADB, "%v", err)
+	err := sqlite.Create(ctx, text)
+	assert.Equal(t, sqlite.Code(err), sqlite.CodeNotADB, "%v", err)
 	assert.Equal(t, claimtest.FileSum(t, text), before)
 
-	err = db.Create(ctx, filepath.Join(dir, "missing", "beads.db"))
-	assert.Equal(t, db.Code(err), db.CodeCantOpen, "%v", err)
+	err = sqlite.Create(ctx, filepath.Join(dir, "missing", "beads.db"))
+	assert.Equal(t, sqlite.Code(err), sqlite.CodeCantOpen, "%v", err)
 	assert.DeepEqual(t, claimtest.Names(t, dir), []string{"notes.db"})
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	err = db.Create(cancelled, filepath.Join(dir, "new.db"))
+	err = sqlite.Create(cancelled, filepath.Join(dir, "new.db"))
 	assert.Assert(t, errors.Is(err, context.Canceled), "%v", err)
 }
 
@@ -484,18 +485,18 @@ func TestQueries(t *testing.T) {
 // A zero or negative backoff still pauses (at least 1ms) instead of panicking.
 func TestTxNonPositiveBackoff(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
-	assert.NilError(t, db.Create(context.Background(), path))
-	holder := db.Open(path, time.Second)
+	assert.NilError(t, sqlite.Create(context.Background(), path))
+	holder := sqlite.Open(path, time.Second)
 	defer holder.Close()
 	tx, err := holder.Begin()
 	assert.NilError(t, err)
 	defer tx.Rollback()
 	_, err = tx.Exec("INSERT INTO config (key, value) VALUES ('k', 'v')")
 	assert.NilError(t, err)
-	conn := db.Open(path, -1)
+	conn := sqlite.Open(path, -1)
 	defer conn.Close()
 	calls := 0
-	err = db.Tx(context.Background(), conn, db.Retry{Attempts: 3, Backoff: -time.Second}, func(*sql.Tx) error { calls++; return nil })
-	assert.Assert(t, db.IsBusy(err), "%v", err)
+	err = sqlite.Tx(context.Background(), conn, sqlite.Retry{Attempts: 3, Backoff: -time.Second}, func(*sql.Tx) error { calls++; return nil })
+	assert.Assert(t, sqlite.IsBusy(err), "%v", err)
 	assert.Equal(t, calls, 0) // BEGIN IMMEDIATE itself was busy
 }

@@ -1,4 +1,9 @@
-package db
+// Package sqlite is bd-claim's adapter to a Beads SQLite database (bd
+// v0.27-v0.50): opening it as bd does, its error codes, the transaction
+// (BEGIN IMMEDIATE, the busy retry, begin and commit errors wrapped),
+// prepared statements, and the kernel queue of bd-claim's writers. The
+// sqlc-generated queries are package db.
+package sqlite
 
 import (
 	"context"

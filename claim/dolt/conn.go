@@ -1,7 +1,7 @@
 // Package dolt is bd-claim's adapter to a Beads database in a dolt
 // sql-server (bd v1.3.x server mode), over the MySQL protocol: the
-// sqlc-generated queries of sql/dolt/queries, the connection, and the
-// server's error numbers.
+// connection and the server's error numbers. The sqlc-generated queries of
+// sql/dolt/queries are package db/dolt.
 package dolt
 
 import (

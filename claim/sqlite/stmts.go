@@ -1,8 +1,9 @@
-package db
+package sqlite
 
 import (
 	"context"
 	"database/sql"
+	"github.com/bdclaim/bd-claim/db"
 	"sync"
 )
 
@@ -36,9 +37,9 @@ func (s *Stmts) again(query string) bool {
 	return ran
 }
 
-// On returns a DBTX that runs queries through the cache, in tx when tx is
+// On returns a db.DBTX that runs queries through the cache, in tx when tx is
 // not nil and on the pool otherwise.
-func (s *Stmts) On(tx *sql.Tx) DBTX { return stmtsOn{s, tx} }
+func (s *Stmts) On(tx *sql.Tx) db.DBTX { return stmtsOn{s, tx} }
 
 // Close closes every cached statement.
 func (s *Stmts) Close() {
@@ -79,7 +80,7 @@ func (o stmtsOn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, e
 }
 
 // handle is where an unprepared query runs: the transaction, or the pool.
-func (o stmtsOn) handle() DBTX {
+func (o stmtsOn) handle() db.DBTX {
 	if o.tx != nil {
 		return o.tx
 	}
