@@ -847,3 +847,14 @@ func (t *doltTx) snapshotOf(id string) (doltSnapshot, error) {
 		CreatedAt: iss.CreatedAt.Format(time.RFC3339), UpdatedAt: iss.UpdatedAt.Format(time.RFC3339),
 	}}, nil
 }
+
+// page selects (id, priority, passes) of the first n issues in claim order
+// by every rule but the failure policy's, which look up events: those are
+// checked on these n issues only (a Dolt server would otherwise evaluate
+// them on every row), and passes is 1 for an issue that meets them too.
+func (s readySpec) page(n uint64) sq.SelectBuilder {
+	cheap, costly := s.split()
+	b := sq.Select("i.id", "i.priority", "i.created_at").From(s.from).Where(cheap).OrderByClause(s.order, s.args...).Limit(n)
+	return sq.Select("i.id", "i.priority").Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END", costly)).
+		FromSelect(b, "i").OrderByClause(s.order, s.args...)
+}

@@ -1,15 +1,12 @@
 package claim
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
-
-	"github.com/bdclaim/bd-claim/db"
 )
 
 // flavor is everything about a workspace that depends on who wrote it,
@@ -57,175 +54,6 @@ type flavor struct {
 	hybrid func(now string) (string, []any)
 }
 
-// The time layouts of bd's SQLite workspaces, one per format.
-const (
-	// sqliteTime is CURRENT_TIMESTAMP's and datetime()'s form: how bd's
-	// column defaults leave events.created_at and comments.created_at, and
-	// what bd's datetime() comparisons use.
-	sqliteTime = "2006-01-02 15:04:05"
-	// rowTime is how bd writes issues.updated_at and dirty_issues.marked_at.
-	rowTime = time.RFC3339Nano
-)
-
-// Oldest and newest bd releases whose SQLite workspaces bd-claim writes.
-var (
-	minVersion = Version{0, 27, 0}
-	maxVersion = Version{0, 50, 99}
-)
-
-// requiredColumns are the columns a claim reads or writes, per table.
-var requiredColumns = []struct {
-	table string
-	cols  []string
-}{
-	{"issues", []string{"id", "content_hash", "title", "description", "design", "acceptance_criteria", "notes",
-		"status", "priority", "issue_type", "assignee", "created_at", "updated_at", "external_ref"}},
-	{"labels", []string{"issue_id", "label"}},
-	{"dependencies", []string{"issue_id", "depends_on_id", "type"}},
-	{"blocked_issues_cache", []string{"issue_id"}},
-	{"events", []string{"id", "issue_id", "event_type", "actor", "old_value", "new_value", "comment", "created_at"}},
-	{"comments", []string{"issue_id", "author", "text", "created_at"}},
-	{"dirty_issues", []string{"issue_id", "marked_at"}},
-	{"metadata", []string{"key", "value"}},
-	{"config", []string{"key", "value"}},
-}
-
-// detectFlavor checks that conn is a Beads SQLite database bd-claim can
-// write faithfully and returns its flavor, in two queries. Extra unknown
-// columns are fine; a missing one is SCHEMA_INCOMPATIBLE.
-func detectFlavor(ctx context.Context, conn db.DBTX) (flavor, error) {
-	q := db.New()
-	list, err := q.SchemaColumns(ctx, conn)
-	if err != nil {
-		return flavor{}, classify(err, "read the schema")
-	}
-	tables := map[string]map[string]bool{}
-	for _, tc := range strings.Split(list, ",") {
-		table, col, _ := strings.Cut(tc, ".")
-		if tables[table] == nil {
-			tables[table] = map[string]bool{}
-		}
-		tables[table][col] = true
-	}
-	for _, rc := range requiredColumns {
-		cols := tables[rc.table]
-		if len(cols) == 0 {
-			return flavor{}, Errorf(ESchema, "there is no %s table: not a Beads SQLite database", rc.table)
-		}
-		for _, c := range rc.cols {
-			if !cols[c] {
-				return flavor{}, Errorf(ESchema, "table %s has no column %s: not a Beads SQLite database bd-claim knows", rc.table, c)
-			}
-		}
-	}
-	if tables["blocked_issues_cache"]["blocked_by"] {
-		return flavor{}, Errorf(ESchema, "this database was last written by beads_rust (br), whose blocked_issues_cache differs from bd's; open it with bd first")
-	}
-	set, err := q.SchemaSettings(ctx, conn)
-	if err != nil {
-		return flavor{}, classify(err, "read bd's metadata")
-	}
-	v, ok := ParseVersion(set.BdVersion)
-	if !ok {
-		return flavor{}, Errorf(ESchema, "metadata.bd_version is %q: bd-claim needs the bd version that wrote the database (run any bd command on it once)", set.BdVersion)
-	}
-	if !v.AtLeast(minVersion[0], minVersion[1], minVersion[2]) || v.AtLeast(maxVersion[0], maxVersion[1]+1, 0) {
-		return flavor{}, Errorf(ESchema, "bd %s wrote this database; bd-claim supports SQLite workspaces of bd %s to %d.%d.x", v, minVersion, maxVersion[0], maxVersion[1])
-	}
-	return sqliteFlavor(v, tables["issues"], set.ExcludeIDPatterns), nil
-}
-
-// sqliteUnder is bd ready --parent of bd v0.27-v0.50: the descendants of
-// root through parent-child edges.
-func sqliteUnder(root string) sq.Sqlizer {
-	return sq.Expr(`i.id IN (
-	WITH RECURSIVE descendants(id) AS (
-		SELECT issue_id FROM dependencies WHERE type = 'parent-child' AND depends_on_id = ?
-		UNION
-		SELECT d.issue_id FROM dependencies d JOIN descendants ON d.depends_on_id = descendants.id
-		WHERE d.type = 'parent-child')
-	SELECT id FROM descendants)`, root)
-}
-
-// sqliteFlavor is the flavor of a SQLite workspace last written by bd v,
-// whose issues table has columns, with bd ready's configured id exclusions.
-func sqliteFlavor(v Version, columns map[string]bool, idPatterns string) flavor {
-	f := flavor{
-		version: v, columns: columns, under: sqliteUnder, source: "issues i", labels: "labels",
-		hash: modernHash, payload: modernJSON, claimEvent: "status_changed",
-		eventTime: sqliteTime, rowTime: rowTime, history: sqliteHistory,
-		notBlocked: rule{"blocked", "it is blocked by an open dependency (blocked_issues_cache)",
-			sq.Expr("NOT EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = i.id)")},
-		leaseExpired: leaseExpired, deferral: noDeferral, hybrid: sqliteHybrid,
-	}
-	if columns["defer_until"] && v.AtLeast(0, 43, 0) {
-		f.deferral = sqliteDeferral
-	}
-	if !v.AtLeast(0, 30, 7) { // bd up to v0.30.6 hashes nine fields and a raw external_ref
-		f.hash, f.payload = legacyHash, legacyJSON
-	}
-	if v.AtLeast(0, 49, 4) {
-		f.claimEvent = "claimed"
-	}
-	if columns["pinned"] && v.AtLeast(0, 30, 7) {
-		f.ready = append(f.ready, rule{"pinned", "it is pinned", sq.Expr("i.pinned = 0")})
-	}
-	if columns["ephemeral"] && v.AtLeast(0, 38, 0) {
-		f.ready = append(f.ready, rule{"ephemeral", "it is ephemeral (a wisp)", sq.Expr("(i.ephemeral = 0 OR i.ephemeral IS NULL)")})
-	}
-	if columns["is_template"] {
-		f.ready = append(f.ready, rule{"template", "it is a template", sq.Expr("(i.is_template = 0 OR i.is_template IS NULL)")})
-	}
-	f.idPatterns = excludeIDPatterns(v, idPatterns)
-	for _, p := range f.idPatterns {
-		f.ready = append(f.ready, rule{"id_pattern:" + p, fmt.Sprintf("its id matches the excluded pattern %q (ready.exclude_id_patterns)", p),
-			sq.Expr("i.id NOT LIKE ?", "%"+p+"%")})
-	}
-	f.excludedTypes = excludedTypes(v)
-	f.readCols = []string{"content_hash"}
-	for _, p := range f.payload {
-		if p.col != "" && columns[p.col] {
-			f.readCols = append(f.readCols, p.col)
-		}
-	}
-	return f
-}
-
-// excludedTypes lists the issue types bd ready never lists at version v.
-func excludedTypes(v Version) []string {
-	switch {
-	case v.AtLeast(0, 48, 0):
-		return []string{"merge-request", "gate", "molecule", "message", "agent", "role", "rig"}
-	case v.AtLeast(0, 42, 0):
-		return []string{"merge-request", "gate", "molecule", "message", "agent"}
-	case v.AtLeast(0, 36, 0):
-		return []string{"merge-request", "gate", "molecule", "message"}
-	}
-	return nil
-}
-
-// excludeIDPatterns is bd ready's id filter: none before v0.47.2, then the
-// configured comma-separated list, or the version's default.
-func excludeIDPatterns(v Version, configured string) []string {
-	if !v.AtLeast(0, 47, 2) {
-		return nil
-	}
-	var out []string
-	for _, p := range strings.Split(configured, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	switch {
-	case len(out) > 0:
-		return out
-	case v.AtLeast(0, 49, 0):
-		return []string{"-mol-", "-wisp-"}
-	default:
-		return []string{"-wisp-"}
-	}
-}
-
 // readyRules appends the exclusions of `bd ready` for this flavor, as of
 // now, to rules. With a type filter, bd ready lists the types it otherwise
 // excludes.
@@ -235,24 +63,6 @@ func (f flavor) readyRules(rules []rule, now string, typeFilter bool) []rule {
 		rules = append(rules, rule{"excluded_type", "its type (" + strings.Join(f.excludedTypes, ", ") + ") is never ready", sq.NotEq{"i.issue_type": f.excludedTypes}})
 	}
 	return append(rules, f.deferral(now)...)
-}
-
-// noDeferral is bd ready before defer_until (bd < v0.43): nothing is deferred.
-func noDeferral(string) []rule { return nil }
-
-// sqliteDeferral is bd ready's defer_until rule on SQLite.
-func sqliteDeferral(now string) []rule {
-	return []rule{{"deferred", "it is deferred (defer_until is in the future)",
-		sq.Expr("(i.defer_until IS NULL OR datetime(i.defer_until) <= datetime(?))", now)}}
-}
-
-// sqliteHybrid is bd's hybrid policy on SQLite, with bd's datetime('now')
-// bound to our clock.
-func sqliteHybrid(now string) (string, []any) {
-	return `CASE WHEN datetime(i.created_at) >= datetime(?, '-48 hours') THEN 0 ELSE 1 END ASC,
-	CASE WHEN datetime(i.created_at) >= datetime(?, '-48 hours') THEN i.priority ELSE NULL END ASC,
-	CASE WHEN datetime(i.created_at) < datetime(?, '-48 hours') THEN i.created_at ELSE NULL END ASC,
-	i.created_at ASC, i.id ASC`, []any{now, now, now}
 }
 
 // eventAt is t as the flavor writes an event's time.

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	sq "github.com/Masterminds/squirrel"
 )
 
 // bd-claim keeps all of its state in Beads' own tables, in the comment of
@@ -79,38 +77,6 @@ func parseLease(comment string) *Lease {
 	}
 	d, _ := time.ParseDuration(strings.Trim(rest[len(leaseTime):], " ()"))
 	return &Lease{Until: until, Duration: d}
-}
-
-// currentClaim is the id of the claim event of the issue aliased i: its
-// latest claimed or status_changed event, found through
-// idx_events_issue_type. That id is the claim's fencing token (claim_id);
-// its comment carries the lease.
-const currentClaim = `(SELECT max(c.id) FROM events c WHERE c.issue_id = i.id AND c.event_type IN ('claimed', 'status_changed'))`
-
-// leaseUntil is the end of the lease of claim event e of issue i, as
-// leaseTime text, or NULL: a claim has a lease only when its claim event
-// was written by the issue's holder with a lease comment. A claim bd made
-// for someone else, or one bd reassigned since, has none.
-var leaseUntil = fmt.Sprintf("(CASE WHEN e.actor = i.assignee AND e.comment LIKE %s THEN substr(e.comment, %d, %d) END)",
-	leaseLike, len(leasePrefix)+1, len(leaseTime))
-
-// leaseExpired is true for an in_progress issue i whose current claim has
-// a lease that has ended at now: the issue may be taken over.
-func leaseExpired(now time.Time) sq.Sqlizer {
-	return sq.Expr("(i.status = 'in_progress' AND EXISTS (SELECT 1 FROM events e WHERE e.id = "+currentClaim+" AND "+leaseUntil+" <= ?))",
-		now.UTC().Format(leaseTime))
-}
-
-// claims selects issue i with its current claim event e (NULLs when it has
-// none): the id, the holder, the claim's id, actor, comment and time, its
-// lease end (” without a lease) and whether that lease has ended at now.
-// Callers add the WHERE clause. Scan the row with claimEvent.scan.
-func claims(now time.Time) sq.SelectBuilder {
-	return sq.Select("i.id", "COALESCE(i.assignee, '')", "i.status", "COALESCE(e.id, 0)", "COALESCE(e.actor, '')",
-		"COALESCE(e.comment, '')", "COALESCE(CAST(e.created_at AS TEXT), '')").
-		Column("COALESCE(" + leaseUntil + ", '')").
-		Column(sq.Expr("COALESCE("+leaseUntil+" <= ?, 0)", now.UTC().Format(leaseTime))).
-		From("issues i").LeftJoin("events e ON e.id = " + currentClaim)
 }
 
 // claimEvent is an issue with its current claim, as claims selects it.

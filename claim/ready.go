@@ -1,7 +1,6 @@
 package claim
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -90,39 +89,6 @@ func (s readySpec) candidates() sq.SelectBuilder {
 	return sq.Select("i.id").From(s.from).Where(s.where()).OrderByClause(s.order, s.args...)
 }
 
-// next selects the first claimable issue. For the priority order it first
-// narrows to the most urgent priority that has a claimable issue: min()
-// walks idx_issues_status_priority and stops at the first match, so only
-// that priority's issues are sorted by age, not every open issue. The
-// failure policy's rules, which look up events, are checked last: on the
-// sorted candidates, one at a time, until one passes (the LIMIT keeps
-// SQLite from merging the two levels).
-func (s readySpec) next() sq.SelectBuilder { return s.nextK(1) }
-
-// nextK selects the first k claimable issues of next's narrowing (the most
-// urgent priority that has one, for the priority order), in claim order.
-func (s readySpec) nextK(k uint64) sq.SelectBuilder {
-	cheap, costly := s.split()
-	b := sq.Select("i.id").From(s.from).Where(cheap).OrderByClause(s.order, s.args...)
-	if s.sort == SortPriority {
-		// The inner alias i shadows the outer one: the same rules apply.
-		// One min() per status (open, and in_progress for an expired
-		// lease): with an equality on status, each stops at its first
-		// match in the index. An in_progress issue matters only when it is
-		// more urgent than every claimable open one, and hardly any lease
-		// has expired: so the second walk stops at that priority, instead
-		// of checking the lease of every issue held at any priority.
-		where := s.where()
-		open := sq.Expr("COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'open' AND ?), 5)", where)
-		b = b.Where(sq.Expr(`i.priority = COALESCE(
-	(SELECT min(i.priority) FROM issues i WHERE i.status = 'in_progress' AND i.priority < ? AND ?), ?)`, open, where, open))
-	}
-	if len(costly) == 0 { // a specification without(rule.costly)
-		return b.Limit(k)
-	}
-	return sq.Select("i.id").FromSelect(b.Limit(1<<62), "i").Where(costly).Limit(k)
-}
-
 // split parts the rules into the cheap ones and the failure policy's,
 // which look up events and labels: those are best checked on sorted
 // candidates only, until enough pass.
@@ -140,27 +106,6 @@ func (s readySpec) split() (cheap, costly sq.And) {
 // costly says whether r is one of the failure policy's rules.
 func (r rule) costly() bool { return r.name == "backoff" || r.name == "abandoned" }
 
-// page selects (id, priority, passes) of the first n issues in claim order
-// by every rule but the failure policy's, which look up events: those are
-// checked on these n issues only (a Dolt server would otherwise evaluate
-// them on every row), and passes is 1 for an issue that meets them too.
-func (s readySpec) page(n uint64) sq.SelectBuilder {
-	cheap, costly := s.split()
-	b := sq.Select("i.id", "i.priority", "i.created_at").From(s.from).Where(cheap).OrderByClause(s.order, s.args...).Limit(n)
-	return sq.Select("i.id", "i.priority").Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END", costly)).
-		FromSelect(b, "i").OrderByClause(s.order, s.args...)
-}
-
-// firstOf selects the first of ids, in their order, that is claimable, on
-// SQLite (whose source is the issues table): json_each yields the ids in
-// order and, joined first, drives the loop, so the claim stops at the first
-// one that passes; an IN list would have SQLite sort every candidate.
-func (s readySpec) firstOf(ids []string) sq.SelectBuilder {
-	list, _ := json.Marshal(ids) // a []string always marshals
-	return sq.Select("i.id").From("json_each h CROSS JOIN "+s.from).Where("h.json = ?", string(list)).
-		Where("i.id = h.value").Where(s.where()).OrderBy("h.rowid").Limit(1)
-}
-
 // byID selects issue id when it is claimable.
 func (s readySpec) byID(id string) sq.SelectBuilder {
 	return s.narrow(s.candidates().Where(sq.Eq{"i.id": id}).Limit(1), id)
@@ -173,11 +118,6 @@ func (s readySpec) narrow(b sq.SelectBuilder, id string) sq.SelectBuilder {
 		return b
 	}
 	return b.FromSelect(s.fromOf(id), "i")
-}
-
-// claimOrder selects every claimable issue's id in claim order, as one JSON array.
-func (s readySpec) claimOrder() sq.SelectBuilder {
-	return sq.Select().Column(sq.Expr("json_group_array(i.id ORDER BY "+s.order+")", s.args...)).From(s.from).Where(s.where())
 }
 
 // verdicts evaluates every rule for one issue: one 0/1 column per rule.
