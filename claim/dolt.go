@@ -89,7 +89,7 @@ func (e *doltEngine) check(ctx context.Context) error {
 	case dolt.Number(err) == dolt.NumNoSuchTable:
 		return Errorf(ESchema, "%s is not a Beads database (%v): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE", ws.Dolt, err)
 	case err != nil:
-		return classify(err, "read the schema of "+ws.Dolt.String())
+		return e.classify(err, "read the schema of "+ws.Dolt.String())
 	case v != doltSchema:
 		return Errorf(ESchema, "the Beads database %s is at schema version %d; bd-claim supports version %d (bd v1.3.x): upgrade with `bd migrate schema` or use a matching bd-claim", ws.Dolt, v, doltSchema)
 	case ws.Dolt.ProjectID != "" && id != ws.Dolt.ProjectID:
@@ -193,9 +193,9 @@ func doltLeaseExpired(now time.Time) sq.Sqlizer {
 	return sq.Expr("(i.status = 'in_progress' AND EXISTS (SELECT 1 FROM leases l WHERE l.issue_id = i.id AND l.holder = i.assignee AND l.lease_expires_at <= ?))", now.UTC())
 }
 
-// doltCode classifies the errors of a Dolt server: ok false for any other
+// code classifies the errors of a Dolt server: ok false for any other
 // error.
-func doltCode(err error) (Code, string, bool) {
+func (e *doltEngine) code(err error) (Code, string, bool) {
 	var op *net.OpError
 	switch n := dolt.Number(err); {
 	case n == dolt.NumAccessDenied || n == dolt.NumDBAccessDenied:
@@ -433,7 +433,7 @@ func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*t
 		return nil
 	}
 	if err := e.commit(ctx, w, message, x.labels); err != nil {
-		err = classify(err, doing)
+		err = e.classify(err, doing)
 		var ce *Error
 		if errors.As(err, &ce) {
 			ce.Message += "; the change is committed in SQL and the next bd or bd-claim write records it in a Dolt commit"

@@ -34,6 +34,9 @@ type engine interface {
 	// snapshot begins the read transaction in which stats reads every
 	// figure: one snapshot, no write lock.
 	snapshot(ctx context.Context) (*sql.Tx, error)
+	// code reads an error of the engine's driver: bd-claim's code for it
+	// and what to do; ok false for an error it does not know.
+	code(err error) (c Code, what string, ok bool)
 	// changes is the database's change signal read on conn: a value that
 	// is new after another connection's commit and stays the same while
 	// nothing is written ("" when it cannot be read).

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/bdclaim/bd-claim/claim/sqlite"
 )
 
 // Code classifies every error bd-claim reports. The CLI maps each code to an
@@ -75,8 +73,9 @@ func ErrorMessage(err error) string {
 }
 
 // classify turns a driver error into a coded error whose message says what
-// to do, keeping the driver's text as detail.
-func classify(err error, doing string) error {
+// to do, keeping the driver's text as detail: the engine's reading of its
+// driver's errors (engine.code) says which code and what to do.
+func classify(err error, doing string, engine func(error) (Code, string, bool)) error {
 	var e *Error
 	if err == nil || errors.As(err, &e) {
 		return err
@@ -85,18 +84,8 @@ func classify(err error, doing string) error {
 		return &Error{Code: EInterrupted, Message: "interrupted before it could " + doing + "; nothing was written", Err: err}
 	}
 	code, detail := EUnexpected, err.Error()
-	if c, d, ok := doltCode(err); ok {
+	if c, d, ok := engine(err); ok {
 		code, detail = c, d+" ("+detail+")"
-	}
-	switch sqlite.Code(err) {
-	case sqlite.CodeBusy, sqlite.CodeLocked:
-		code, detail = EBusy, "the database stayed locked by another writer; retry later or raise --timeout-ms ("+detail+")"
-	case sqlite.CodeNotADB:
-		code, detail = ESchema, "the file is not a SQLite database ("+detail+")"
-	case sqlite.CodeCorrupt:
-		code, detail = ESchema, "the database file is corrupt; restore it or rebuild it with bd from issues.jsonl ("+detail+")"
-	case sqlite.CodeCantOpen:
-		code, detail = EDBNotFound, "the database cannot be opened ("+detail+")"
 	}
 	e = Errorf(code, "could not %s: %s", doing, detail)
 	e.Err = err

@@ -376,18 +376,18 @@ func TestClassify(t *testing.T) {
 	} {
 		err := errs[code]
 		assert.Equal(t, sqlite.Code(err), code, "driver error %v", err)
-		got := classify(err, "do it")
+		got := classify(err, "do it", sqliteCode)
 		assert.Equal(t, ErrorCode(got), want.code, "%v", got)
 		assert.ErrorContains(t, got, want.msg)
 		assert.ErrorContains(t, got, err.Error(), "the driver's text is kept")
 	}
 
-	assert.NilError(t, classify(nil, "do it"))
+	assert.NilError(t, classify(nil, "do it", sqliteCode))
 	coded := Errorf(ENotFound, "no issue x")
-	assert.Equal(t, classify(coded, "do it"), error(coded), "a classified error passes through")
+	assert.Equal(t, classify(coded, "do it", sqliteCode), error(coded), "a classified error passes through")
 	wrapped := fmt.Errorf("context: %w", coded)
-	assert.Equal(t, classify(wrapped, "do it"), wrapped)
-	plain := classify(errors.New("disk on fire"), "do it")
+	assert.Equal(t, classify(wrapped, "do it", sqliteCode), wrapped)
+	plain := classify(errors.New("disk on fire"), "do it", sqliteCode)
 	assert.Equal(t, ErrorCode(plain), EUnexpected)
 	assert.Equal(t, ErrorMessage(plain), "could not do it: disk on fire")
 }

@@ -178,6 +178,24 @@ func (e *sqliteEngine) snapshot(ctx context.Context) (*sql.Tx, error) {
 	return e.conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 }
 
+func (e *sqliteEngine) code(err error) (Code, string, bool) { return sqliteCode(err) }
+
+// sqliteCode classifies SQLite's errors by their primary result code: ok
+// false for any other error.
+func sqliteCode(err error) (Code, string, bool) {
+	switch sqlite.Code(err) {
+	case sqlite.CodeBusy, sqlite.CodeLocked:
+		return EBusy, "the database stayed locked by another writer; retry later or raise --timeout-ms", true
+	case sqlite.CodeNotADB:
+		return ESchema, "the file is not a SQLite database", true
+	case sqlite.CodeCorrupt:
+		return ESchema, "the database file is corrupt; restore it or rebuild it with bd from issues.jsonl", true
+	case sqlite.CodeCantOpen:
+		return EDBNotFound, "the database cannot be opened", true
+	}
+	return "", "", false
+}
+
 // changes is PRAGMA data_version: one counter, no query.
 func (e *sqliteEngine) changes(ctx context.Context, conn *sql.Conn) string {
 	var v string // the counter, as text
@@ -543,7 +561,7 @@ func detectFlavor(ctx context.Context, conn db.DBTX) (flavor, error) {
 	q := db.New()
 	list, err := q.SchemaColumns(ctx, conn)
 	if err != nil {
-		return flavor{}, classify(err, "read the schema")
+		return flavor{}, classify(err, "read the schema", sqliteCode)
 	}
 	tables := map[string]map[string]bool{}
 	for _, tc := range strings.Split(list, ",") {
@@ -569,7 +587,7 @@ func detectFlavor(ctx context.Context, conn db.DBTX) (flavor, error) {
 	}
 	set, err := q.SchemaSettings(ctx, conn)
 	if err != nil {
-		return flavor{}, classify(err, "read bd's metadata")
+		return flavor{}, classify(err, "read bd's metadata", sqliteCode)
 	}
 	v, ok := ParseVersion(set.BdVersion)
 	if !ok {

@@ -81,12 +81,12 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	}
 	tx, err := s.eng.snapshot(ctx) // a read: one snapshot for every figure, no write lock
 	if err != nil {
-		return st, classify(err, "read the stats")
+		return st, s.classify(err, "read the stats")
 	}
 	defer tx.Rollback()
 	t := s.txn(ctx, tx)
 	st.At = t.now.UTC()
-	return st, classify(t.stats(&st), "read the stats")
+	return st, s.classify(t.stats(&st), "read the stats")
 }
 
 func (t *txn) stats(st *Stats) error {

@@ -121,10 +121,13 @@ func (t *txn) done() {
 	}
 }
 
+// classify is classify with the Store's engine's reading of its errors.
+func (s *Store) classify(err error, doing string) error { return classify(err, doing, s.eng.code) }
+
 // look runs fn on the pool, outside any transaction: a dry run or
 // another read that needs no snapshot.
 func (s *Store) look(ctx context.Context, doing string, fn func(t *txn) error) error {
-	return classify(fn(s.txn(ctx, nil)), doing)
+	return s.classify(fn(s.txn(ctx, nil)), doing)
 }
 
 // write is the one shape of every write of the claim lifecycle: the
@@ -149,11 +152,11 @@ type deck struct {
 func (s *Store) writeFromDeck(ctx context.Context, doing string, d deck, fn func(t *txn) error) error {
 	if err := ctx.Err(); err != nil {
 		d.place.Leave() // a write that ends before its turn comes (no-op without a deck)
-		return classify(err, doing)
+		return s.classify(err, doing)
 	}
 	s.writing.Lock()
 	defer s.writing.Unlock()
-	return classify(s.eng.write(context.WithoutCancel(ctx), doing, d, fn), doing)
+	return s.classify(s.eng.write(context.WithoutCancel(ctx), doing, d, fn), doing)
 }
 
 // tx runs fn in one transaction on conn, tried again whole while

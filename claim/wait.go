@@ -25,7 +25,7 @@ func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 	// SQLite's signal is per connection: watch it on one.
 	conn, err := s.conn.Conn(ctx)
 	if err != nil {
-		return Result{}, classify(err, "wait for an issue")
+		return Result{}, s.classify(err, "wait for an issue")
 	}
 	defer conn.Close()
 	deadline := time.NewTimer(req.Wait)
@@ -50,7 +50,7 @@ func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 			tick.Reset(pause)
 			select {
 			case <-ctx.Done():
-				return Result{}, classify(ctx.Err(), "claim an issue while waiting")
+				return Result{}, s.classify(ctx.Err(), "claim an issue while waiting")
 			case <-deadline.C:
 				if refused {
 					return res, err
