@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,37 +78,26 @@ func TestDoltLifecycle(t *testing.T) {
 		return r
 	}
 
-	// A failed attempt: bd unclaim's footprint, the reason in the comment, then backoff.
+	// A failed attempt: bd unclaim's footprint, the reason in the comment,
+	// then backoff (what each engine promises of the failure policy is
+	// TestConformance's; this test checks what bd v1.3.0 sees of it).
 	c := mustClaim(t, s, claim.Request{Agent: "agent-1"})
 	assert.Equal(t, c.Issue.ID, a)
-	rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: "agent-1", ID: a, Failed: true, Reason: "boom"})
+	_, err := s.Release(ctx, claim.ReleaseRequest{Agent: "agent-1", ID: a, Failed: true, Reason: "boom"})
 	assert.NilError(t, err)
-	assert.Equal(t, rel.Failures, 1)
-	assert.Assert(t, rel.RetryAt != nil && rel.RetryAt.Sub(now()) > 50*time.Second && rel.RetryAt.Sub(now()) <= time.Minute, "%v", rel.RetryAt)
 	assert.Equal(t, row(a), struct {
 		status, assignee string
 		leases           int
 	}{"open", "", 0})
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'unclaimed' AND comment = 'bd-claim failed: boom'", a), 1)
 	assert.Equal(t, lastCommit(), "bd: unclaim "+a)
-	res, err := s.Claim(ctx, claim.Request{Agent: "agent-2"})
-	assert.NilError(t, err)
-	assert.Assert(t, res.Issue == nil, "in backoff: %v", res.Issue)
-	_, err = s.Claim(ctx, claim.Request{Agent: "agent-2", ID: a})
-	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable)
-	assert.ErrorContains(t, err, "in backoff until")
-	st, err := s.Stats(ctx)
-	assert.NilError(t, err)
-	assert.Equal(t, len(st.Backoff), 1)
-	assert.Equal(t, st.Backoff[0].ID+"/"+strconv.Itoa(st.Backoff[0].Failures), a+"/1")
-	assert.Equal(t, st.Ready, 0)
 
 	// After the backoff, the second failure abandons it: bd's label add.
 	offset = 2 * time.Minute
 	mustClaim(t, s, claim.Request{Agent: "agent-2", ID: a})
-	rel, err = s.Release(ctx, claim.ReleaseRequest{Agent: "agent-2", ID: a, Failed: true})
+	rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: "agent-2", ID: a, Failed: true})
 	assert.NilError(t, err)
-	assert.Assert(t, rel.Abandoned && rel.Failures == 2 && rel.RetryAt == nil, "%+v", rel)
+	assert.Assert(t, rel.Abandoned, "%+v", rel)
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM labels WHERE issue_id = ? AND label = 'claim:abandoned'", a), 1)
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'label_added' AND comment = 'Added label: claim:abandoned'", a), 1)
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status"), 0, "the label is in the Dolt commit")
@@ -117,14 +105,10 @@ func TestDoltLifecycle(t *testing.T) {
 	var shown []struct{ Labels []string }
 	w.JSON(&shown, "show", a)
 	assert.DeepEqual(t, shown[0].Labels, []string{"claim:abandoned"})
-	st, err = s.Stats(ctx)
+	st, err := s.Stats(ctx)
 	assert.NilError(t, err)
-	assert.DeepEqual(t, st.Abandoned, []claim.Abandoned{{ID: a, Failures: 2, Labelled: true}})
-	assert.Equal(t, st.LastHour, claim.EventCounts{Claims: 2, Releases: 0, Failures: 2, Reclaims: 0})
+	assert.Equal(t, st.LastHour, claim.EventCounts{Claims: 2, Releases: 0, Failures: 2, Reclaims: 0}, "counted from bd's events")
 	offset = 3 * time.Hour
-	res, err = s.Claim(ctx, claim.Request{Agent: "agent-2"})
-	assert.NilError(t, err)
-	assert.Assert(t, res.Issue == nil, "abandoned: %v", res.Issue)
 
 	// A reset clears both; the label goes as bd's label remove.
 	reset, err := s.Reset(ctx, claim.ResetRequest{Actor: "human", ID: a})
@@ -132,30 +116,20 @@ func TestDoltLifecycle(t *testing.T) {
 	assert.Assert(t, reset.Cleared == 2 && reset.Label, "%+v", reset)
 	assert.Equal(t, lastCommit(), "bd: label remove "+a)
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM labels WHERE issue_id = ?", a), 0)
-	reset, err = s.Reset(ctx, claim.ResetRequest{Actor: "human", ID: a})
-	assert.NilError(t, err)
-	assert.Assert(t, reset.Cleared == 0 && !reset.Label, "nothing left to reset: %+v", reset)
 
 	// Takeover at the lease's expiry: bd reclaim's footprint, then the claim.
 	offset += time.Second
 	first := mustClaim(t, s, claim.Request{Agent: "agent-3", Lease: time.Minute})
 	assert.Equal(t, first.Issue.ID, a)
-	res, err = s.Claim(ctx, claim.Request{Agent: "agent-4"})
-	assert.NilError(t, err)
-	assert.Assert(t, res.Issue == nil, "the lease runs: %v", res.Issue)
 	offset += 2 * time.Minute
 	took := mustClaim(t, s, claim.Request{Agent: "agent-4"})
 	assert.Equal(t, took.Issue.ID, a)
-	assert.Assert(t, took.TookOver != nil && took.TookOver.Agent == "agent-3" && took.TookOver.ClaimID == first.ClaimID, "%+v", took.TookOver)
-	assert.Assert(t, took.ClaimID != first.ClaimID)
 	assert.Equal(t, row(a), struct {
 		status, assignee string
 		leases           int
 	}{"in_progress", "agent-4", 1})
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'lease_reclaimed' AND old_value = 'agent-3' AND new_value = '' AND comment LIKE 'bd-claim expired: lease of agent-3 (claim %) ended %; taken over by agent-4'", a), 1)
 	assert.Equal(t, lastCommit(), "bd: claim ready "+a)
-	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "agent-3", ID: a, ClaimID: first.ClaimID})
-	assert.Equal(t, claim.ErrorCode(err), claim.EAlready, "the old holder is fenced off: %v", err)
 
 	// bd's own claim (bd's 5-minute lease) expires and is reaped, with bd-claim's.
 	b := bdCreate(t, w, "bd's", "-p", "2")
