@@ -347,7 +347,7 @@ func (t *doltTx) take(c choice, req Request) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if err := t.event(wisp, c.r.ID, "claimed", req.Agent, text(c.r.dolt.json), text(claimedNewValue(req.Agent)), sql.NullString{}); err != nil {
+	if err := t.event(wisp, c.r.ID, "claimed", req.Agent, text(c.r.dolt.json), text(dolt.ClaimedNewValue(req.Agent)), sql.NullString{}); err != nil {
 		return Result{}, err
 	}
 	res.ClaimID = lock
@@ -379,9 +379,9 @@ func (t *doltTx) event(wisp bool, id, eventType, actor string, oldValue, newValu
 			v.Valid = true
 		}
 	}
-	e := doltEvent{IssueID: id, Type: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment,
+	e := dolt.Event{IssueID: id, Type: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment,
 		CreatedAt: t.now.UTC().Truncate(time.Second)}
-	eid, err := newEventID(t.ctx, t.conn, wisp, e)
+	eid, err := dolt.NewEventID(t.ctx, t.conn, wisp, e)
 	switch {
 	case err != nil:
 	case wisp:
@@ -836,11 +836,11 @@ func (t *doltTx) snapshotOf(id string) (doltSnapshot, error) {
 	if err != nil {
 		return doltSnapshot{}, err
 	}
-	iss, err := doltIssueOf(r)
+	iss, err := dolt.IssueOf(r)
 	if err != nil {
 		return doltSnapshot{}, err
 	}
-	return doltSnapshot{rowLock: r.RowLock, json: iss.eventJSON(), wisp: wisp, issue: Issue{
+	return doltSnapshot{rowLock: r.RowLock, json: iss.EventJSON(), wisp: wisp, issue: Issue{
 		ID: iss.ID, Title: iss.Title, Status: iss.Status, Assignee: iss.Assignee, Priority: iss.Priority,
 		IssueType: iss.IssueType, Labels: iss.Labels, // never nil: the query gives at least []
 		ContentHash: r.ContentHash.String, ExternalRef: iss.ExternalRef,

@@ -1,7 +1,8 @@
 // Package dolt is bd-claim's adapter to a Beads database in a dolt
 // sql-server (bd v1.3.x server mode), over the MySQL protocol: the
-// connection and the server's error numbers. The sqlc-generated queries of
-// sql/dolt/queries are package db/dolt.
+// connection, the server's error numbers, and what bd v1.3.0 writes into an
+// event (its content-derived id, its old_value JSON). The sqlc-generated
+// queries of sql/dolt/queries are package db/dolt.
 package dolt
 
 import (

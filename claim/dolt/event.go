@@ -1,4 +1,4 @@
-package claim
+package dolt
 
 import (
 	"context"
@@ -20,12 +20,12 @@ import (
 // GetIssueInTx reads it, and the row's id is a UUIDv5 of the row's content
 // (internal/storage/rowid, issueops/derivedid.go).
 
-// doltIssue mirrors bd v1.3.0's types.Issue (internal/types/types.go): every
+// Issue mirrors bd v1.3.0's types.Issue (internal/types/types.go): every
 // field that encoding/json prints, in the same order with the same tags, so
 // that json.Marshal prints the same bytes. The json:"-" fields are left out;
 // the relational ones (dependencies, comments, bonded_from) are never filled
 // by GetIssueInTx and stay nil.
-type doltIssue struct {
+type Issue struct {
 	ID                 string `json:"id"`
 	Title              string `json:"title"`
 	Description        string `json:"description,omitempty"`
@@ -98,11 +98,11 @@ type doltIssue struct {
 	Payload   string `json:"payload,omitempty"`
 }
 
-// doltIssueOf builds the issue from an IssueSnapshot row as bd's
+// IssueOf builds the issue from an IssueSnapshot row as bd's
 // issueops.ScanIssueFrom does. Only labels that are not a JSON array of
 // strings fail, which the server's JSON_ARRAYAGG never produces.
-func doltIssueOf(r doltdb.IssueSnapshotRow) (doltIssue, error) {
-	iss := doltIssue{
+func IssueOf(r doltdb.IssueSnapshotRow) (Issue, error) {
+	iss := Issue{
 		ID: r.ID, Title: r.Title, Description: r.Description, Design: r.Design,
 		AcceptanceCriteria: r.AcceptanceCriteria, Notes: r.Notes, SpecID: r.SpecID.String,
 		Status: r.Status, Priority: int(r.Priority), IssueType: r.IssueType,
@@ -125,7 +125,7 @@ func doltIssueOf(r doltdb.IssueSnapshotRow) (doltIssue, error) {
 		iss.Metadata = r.Metadata
 	}
 	if err := json.Unmarshal(r.Labels, &iss.Labels); err != nil {
-		return doltIssue{}, fmt.Errorf("labels of %s: %w", r.ID, err)
+		return Issue{}, fmt.Errorf("labels of %s: %w", r.ID, err)
 	}
 	// bd reads them ORDER BY label; the utf8mb4_0900_bin collation orders by
 	// code point, which is Go's byte order for UTF-8.
@@ -168,38 +168,38 @@ func nullInt(v sql.NullInt32) *int {
 	return &n
 }
 
-// eventJSON is the issue as bd's events old_value holds it. bd ignores a
+// EventJSON is the issue as bd's events old_value holds it. bd ignores a
 // Marshal error (then storing ""), as here; only an invalid metadata text
 // could cause one, and the server's JSON column holds valid JSON.
-func (iss doltIssue) eventJSON() string {
+func (iss Issue) EventJSON() string {
 	b, _ := json.Marshal(iss)
 	return string(b)
 }
 
-// claimedNewValue is a claim event's new_value: bd marshals a map, whose
+// ClaimedNewValue is a claim event's new_value: bd marshals a map, whose
 // keys encoding/json sorts.
-func claimedNewValue(actor string) string {
+func ClaimedNewValue(actor string) string {
 	b, _ := json.Marshal(map[string]string{"assignee": actor, "status": "in_progress"})
 	return string(b)
 }
 
-// doltEvent is an events row's content, the fields bd derives the row's id
+// Event is an events row's content, the fields bd derives the row's id
 // from (issueops.AuxEvent).
-type doltEvent struct {
+type Event struct {
 	IssueID, Type, Actor        string
 	OldValue, NewValue, Comment sql.NullString
 	CreatedAt                   time.Time // whole seconds: bind this, not a finer time
 }
 
-// claimedEvent is the event bd records for a claim of an issue by actor at
-// now, given the issue as it was (doltIssue.eventJSON). bd stamps created_at
+// ClaimedEvent is the event bd records for a claim of an issue by actor at
+// now, given the issue as it was (Issue.EventJSON). bd stamps created_at
 // separately from the issue's updated_at, truncated to the second (where the
 // server rounds updated_at), so the two can differ by a second.
-func claimedEvent(issueID, actor, oldValue string, now time.Time) doltEvent {
-	return doltEvent{
+func ClaimedEvent(issueID, actor, oldValue string, now time.Time) Event {
+	return Event{
 		IssueID: issueID, Type: "claimed", Actor: actor,
 		OldValue:  sql.NullString{String: oldValue, Valid: true},
-		NewValue:  sql.NullString{String: claimedNewValue(actor), Valid: true},
+		NewValue:  sql.NullString{String: ClaimedNewValue(actor), Valid: true},
 		CreatedAt: now.UTC().Truncate(time.Second),
 	}
 }
@@ -213,7 +213,7 @@ const eventNamespace = "\x92\xda\x14\xb5\x20\xa8\x52\x52\x8e\xb2\x38\x39\xe9\x7b
 
 // digest is rowid.Digest of the row: hex SHA-256 over the seven fields, each
 // "n" when NULL, else "v<byte length>:<bytes>".
-func (e doltEvent) digest() string {
+func (e Event) digest() string {
 	h := sha256.New()
 	for _, f := range []sql.NullString{
 		{String: e.IssueID, Valid: true}, {String: e.Type, Valid: true}, {String: e.Actor, Valid: true},
@@ -231,7 +231,7 @@ func (e doltEvent) digest() string {
 
 // eventID is the id bd gives the row in table (events or wisp_events) at an
 // ordinal: the RFC 4122 UUIDv5 of table, ordinal and digest joined by 0x1F.
-func eventID(table string, e doltEvent, ordinal int) string {
+func eventID(table string, e Event, ordinal int) string {
 	h := sha1.New()
 	h.Write([]byte(eventNamespace + table + "\x1f" + strconv.Itoa(ordinal) + "\x1f" + e.digest()))
 	u := h.Sum(nil)[:16]
@@ -244,7 +244,7 @@ func eventID(table string, e doltEvent, ordinal int) string {
 // firstFreeEventID is the id at the lowest ordinal that none of taken (the
 // ids of the rows with the same content) holds, as bd picks it. Older random
 // ids in taken never collide, so this ends within len(taken)+1 tries.
-func firstFreeEventID(table string, e doltEvent, taken []string) string {
+func firstFreeEventID(table string, e Event, taken []string) string {
 	for ordinal := 0; ; ordinal++ {
 		if id := eventID(table, e, ordinal); !slices.Contains(taken, id) {
 			return id
@@ -252,10 +252,10 @@ func firstFreeEventID(table string, e doltEvent, taken []string) string {
 	}
 }
 
-// newEventID is the id bd would give the row if it inserted it now, in the
+// NewEventID is the id bd would give the row if it inserted it now, in the
 // events table (wisp_events for a wisp), through q (the claim's
 // transaction).
-func newEventID(ctx context.Context, q doltdb.DBTX, wisp bool, e doltEvent) (string, error) {
+func NewEventID(ctx context.Context, q doltdb.DBTX, wisp bool, e Event) (string, error) {
 	same := doltdb.EventIDsSameContentParams{
 		IssueID: e.IssueID, EventType: e.Type, Actor: e.Actor,
 		OldValue: e.OldValue, NewValue: e.NewValue, Comment: e.Comment, CreatedAt: e.CreatedAt.UTC().Truncate(time.Second),
@@ -266,7 +266,7 @@ func newEventID(ctx context.Context, q doltdb.DBTX, wisp bool, e doltEvent) (str
 	if wisp {
 		table = "wisp_events"
 		raw, err = doltdb.New().WispEventIDsSameContent(ctx, q, doltdb.WispEventIDsSameContentParams{IssueID: e.IssueID, EventType: e.Type,
-			Actor: text(e.Actor), OldValue: e.OldValue, NewValue: e.NewValue, Comment: e.Comment, CreatedAt: sql.NullTime{Time: same.CreatedAt, Valid: true}})
+			Actor: sql.NullString{String: e.Actor, Valid: true}, OldValue: e.OldValue, NewValue: e.NewValue, Comment: e.Comment, CreatedAt: sql.NullTime{Time: same.CreatedAt, Valid: true}})
 	} else {
 		raw, err = doltdb.New().EventIDsSameContent(ctx, q, same)
 	}

@@ -1,4 +1,4 @@
-package claim
+package dolt
 
 import (
 	"context"
@@ -32,21 +32,21 @@ func TestEventIDMatchesBd(t *testing.T) {
 	}
 	for _, c := range []struct {
 		id string
-		e  doltEvent
+		e  Event
 	}{
-		{"e396a26b-61df-580e-af35-861ae07f8c4b", doltEvent{IssueID: "fx-3pu", Type: "claimed", Actor: "agent-1",
+		{"e396a26b-61df-580e-af35-861ae07f8c4b", Event{IssueID: "fx-3pu", Type: "claimed", Actor: "agent-1",
 			OldValue:  null(`{"id":"fx-3pu","title":"Beta task","status":"open","priority":2,"issue_type":"task","owner":"a@b.c","created_at":"2026-11-22T22:02:56Z","created_by":"creator","updated_at":"2026-11-22T22:02:56Z"}`),
 			NewValue:  null(`{"assignee":"agent-1","status":"in_progress"}`),
 			CreatedAt: at("2026-11-22 22:03:06")}},
-		{"939d2e63-b8b3-52aa-8ce3-c7f4386f9f3f", doltEvent{IssueID: "fx-dwe", Type: "claimed", Actor: "agent-x",
+		{"939d2e63-b8b3-52aa-8ce3-c7f4386f9f3f", Event{IssueID: "fx-dwe", Type: "claimed", Actor: "agent-x",
 			OldValue:  null(`{"id":"fx-dwe","title":"A \u003cbug\u003e \u0026 \"q\"","status":"open","priority":0,"issue_type":"bug","owner":"t@example.com","created_at":"2026-11-23T01:28:01Z","created_by":"creator","updated_at":"2026-11-23T01:28:01Z","labels":["a-label","backend"]}`),
 			NewValue:  null(`{"assignee":"agent-x","status":"in_progress"}`),
 			CreatedAt: at("2026-11-23 01:28:04")}},
-		{"23b4fa8c-18b1-5742-b05a-447286de4a12", doltEvent{IssueID: "fx-dwe", Type: "created", Actor: "creator",
+		{"23b4fa8c-18b1-5742-b05a-447286de4a12", Event{IssueID: "fx-dwe", Type: "created", Actor: "creator",
 			OldValue: null(""), NewValue: null(""), CreatedAt: at("2026-11-23 01:28:00")}},
-		{"5b500fd8-2e9f-558d-9fe3-efa112993a82", doltEvent{IssueID: "fx-dwe", Type: "label_added", Actor: "creator",
+		{"5b500fd8-2e9f-558d-9fe3-efa112993a82", Event{IssueID: "fx-dwe", Type: "label_added", Actor: "creator",
 			Comment: null("Added label: backend"), CreatedAt: at("2026-11-23 01:28:00")}},
-		{"e3819caf-a30e-5174-b7da-d18b95a6b310", doltEvent{IssueID: "fx-dwe", Type: "label_added", Actor: "creator",
+		{"e3819caf-a30e-5174-b7da-d18b95a6b310", Event{IssueID: "fx-dwe", Type: "label_added", Actor: "creator",
 			Comment: null("Added label: a-label"), CreatedAt: at("2026-11-23 01:28:00")}},
 	} {
 		assert.Check(t, is.Equal(eventID("events", c.e, 0), c.id), "%s %s", c.e.IssueID, c.e.Type)
@@ -54,15 +54,15 @@ func TestEventIDMatchesBd(t *testing.T) {
 	}
 	// A wisp's claim, as `bd ready --claim` wrote it into wisp_events (a
 	// `bd create --no-history -l x` wisp): its comment is '', not NULL.
-	wisp := doltEvent{IssueID: "sc-wisp-gtn", Type: "claimed", Actor: "creator",
+	wisp := Event{IssueID: "sc-wisp-gtn", Type: "claimed", Actor: "creator",
 		OldValue:  null(`{"id":"sc-wisp-gtn","title":"nh","status":"open","priority":1,"issue_type":"task","owner":"t@e.x","created_at":"2026-11-23T04:32:48Z","created_by":"creator","updated_at":"2026-11-23T04:32:48Z","labels":["x"],"no_history":true}`),
 		NewValue:  null(`{"assignee":"creator","status":"in_progress"}`),
 		Comment:   null(""),
 		CreatedAt: at("2026-11-23 04:33:02")}
 	assert.Check(t, is.Equal(eventID("wisp_events", wisp, 0), "21efd080-89ff-558e-b3bf-eaeefa394dd6"))
-	// A claim event as claimedEvent builds it: bd's new_value, no comment,
+	// A claim event as ClaimedEvent builds it: bd's new_value, no comment,
 	// created_at truncated (not rounded) to the second.
-	e := claimedEvent("fx-dwe", "agent-x", `{"id":"fx-dwe","title":"A \u003cbug\u003e \u0026 \"q\"","status":"open","priority":0,"issue_type":"bug","owner":"t@example.com","created_at":"2026-11-23T01:28:01Z","created_by":"creator","updated_at":"2026-11-23T01:28:01Z","labels":["a-label","backend"]}`,
+	e := ClaimedEvent("fx-dwe", "agent-x", `{"id":"fx-dwe","title":"A \u003cbug\u003e \u0026 \"q\"","status":"open","priority":0,"issue_type":"bug","owner":"t@example.com","created_at":"2026-11-23T01:28:01Z","created_by":"creator","updated_at":"2026-11-23T01:28:01Z","labels":["a-label","backend"]}`,
 		time.Date(2026, 11, 23, 2, 28, 4, 999e6, time.FixedZone("CET", 3600)))
 	assert.Check(t, is.Equal(e.CreatedAt, at("2026-11-23 01:28:04")))
 	assert.Check(t, !e.Comment.Valid)
@@ -72,7 +72,7 @@ func TestEventIDMatchesBd(t *testing.T) {
 // The ordinal is the lowest one whose id no same-content row holds; an id
 // of another shape (a legacy random one) takes no ordinal.
 func TestFirstFreeEventID(t *testing.T) {
-	e := claimedEvent("x-1", "a", "{}", time.Unix(1e9, 0))
+	e := ClaimedEvent("x-1", "a", "{}", time.Unix(1e9, 0))
 	id := func(n int) string { return eventID("events", e, n) }
 	assert.Check(t, is.Equal(firstFreeEventID("events", e, nil), id(0)))
 	assert.Check(t, is.Equal(firstFreeEventID("events", e, []string{id(0)}), id(1)))
@@ -88,25 +88,25 @@ func TestDoltIssueOf(t *testing.T) {
 		Metadata: json.RawMessage(`{}`), Labels: json.RawMessage(`["b","B","a","ä"]`),
 		ExternalRef: null(""), Waiters: null(`["a@x", "b@y"]`), CompactionLevel: sql.NullInt32{Int32: 2, Valid: true},
 		StartedAt: sql.NullTime{Time: at, Valid: true}}
-	iss, err := doltIssueOf(row)
+	iss, err := IssueOf(row)
 	assert.NilError(t, err)
-	assert.Check(t, is.Equal(iss.eventJSON(), `{"id":"x-1","title":"T","status":"open","priority":0,"issue_type":"task",`+
+	assert.Check(t, is.Equal(iss.EventJSON(), `{"id":"x-1","title":"T","status":"open","priority":0,"issue_type":"task",`+
 		`"created_at":"2026-01-02T05:04:05Z","updated_at":"2026-01-02T05:04:05Z","started_at":"2026-01-02T05:04:05Z",`+
 		`"external_ref":"","compaction_level":2,"labels":["B","a","b","ä"],"waiters":["a@x","b@y"]}`))
 
 	for _, waiters := range []string{"", "[", `["a", 1]`, `{"a":1}`} {
 		row.Waiters = null(waiters)
-		iss, err := doltIssueOf(row)
+		iss, err := IssueOf(row)
 		assert.NilError(t, err)
 		assert.Check(t, is.Nil(iss.Waiters), "waiters %q", waiters)
 	}
 	row.Labels = json.RawMessage(`[]`)
-	iss, err = doltIssueOf(row)
+	iss, err = IssueOf(row)
 	assert.NilError(t, err)
-	assert.Check(t, !strings.Contains(iss.eventJSON(), "labels"))
+	assert.Check(t, !strings.Contains(iss.EventJSON(), "labels"))
 
 	row.Labels = json.RawMessage(`["a",1]`)
-	_, err = doltIssueOf(row)
+	_, err = IssueOf(row)
 	assert.ErrorContains(t, err, "labels of x-1: json: cannot unmarshal number")
 }
 
@@ -164,9 +164,9 @@ func TestDoltClaimedEventMatchesBd(t *testing.T) {
 	for _, id := range ids {
 		row, err := doltdb.New().IssueSnapshot(ctx, conn, id)
 		assert.NilError(t, err)
-		iss, err := doltIssueOf(row)
+		iss, err := IssueOf(row)
 		assert.NilError(t, err)
-		old := iss.eventJSON()
+		old := iss.EventJSON()
 
 		if id == tmpl {
 			var claimed []struct{ ID string }
@@ -176,22 +176,22 @@ func TestDoltClaimedEventMatchesBd(t *testing.T) {
 		} else {
 			w.As("agent-x").OK("update", id, "--claim", "--json")
 		}
-		var got doltEvent
+		var got Event
 		var gotID string
 		assert.NilError(t, conn.QueryRowContext(ctx, `SELECT id, issue_id, event_type, actor, old_value, new_value, comment, created_at
 			FROM events WHERE issue_id = ? AND event_type = 'claimed'`, id).
 			Scan(&gotID, &got.IssueID, &got.Type, &got.Actor, &got.OldValue, &got.NewValue, &got.Comment, &got.CreatedAt))
 		assert.Check(t, is.Equal(got.OldValue.String, old), "old_value of %s", id)
-		want := claimedEvent(id, "agent-x", old, got.CreatedAt)
+		want := ClaimedEvent(id, "agent-x", old, got.CreatedAt)
 		assert.Check(t, is.DeepEqual(got, want), "the claimed event of %s", id)
 		assert.Check(t, is.Equal(eventID("events", got, 0), gotID), "id of %s's event", id)
 
 		// Another event of the same content would take the next ordinal.
-		next, err := newEventID(ctx, conn, false, want)
+		next, err := NewEventID(ctx, conn, false, want)
 		assert.NilError(t, err)
 		assert.Check(t, is.Equal(next, eventID("events", want, 1)))
 		want.CreatedAt = want.CreatedAt.Add(time.Second)
-		next, err = newEventID(ctx, conn, false, want)
+		next, err = NewEventID(ctx, conn, false, want)
 		assert.NilError(t, err)
 		assert.Check(t, is.Equal(next, eventID("events", want, 0)))
 		if id == sink || id == tmpl {
@@ -203,20 +203,20 @@ func TestDoltClaimedEventMatchesBd(t *testing.T) {
 	assert.Check(t, is.ErrorIs(err, sql.ErrNoRows))
 }
 
-// newEventID reports a failed read instead of guessing an ordinal.
+// NewEventID reports a failed read instead of guessing an ordinal.
 func TestNewEventIDFails(t *testing.T) {
 	srv := claimtest.NeedDolt(t)
 	t.Parallel()
 	conn, err := sql.Open("mysql", srv.DSN(""))
 	assert.NilError(t, err)
 	defer conn.Close()
-	e := claimedEvent("ef-1", "a", "{}", time.Now())
+	e := ClaimedEvent("ef-1", "a", "{}", time.Now())
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = newEventID(cancelled, conn, false, e)
+	_, err = NewEventID(cancelled, conn, false, e)
 	assert.Check(t, is.ErrorIs(err, context.Canceled))
 
-	_, err = newEventID(context.Background(), oneRow{conn, `SELECT CAST('{"id":1}' AS JSON)`}, false, e)
+	_, err = NewEventID(context.Background(), oneRow{conn, `SELECT CAST('{"id":1}' AS JSON)`}, false, e)
 	assert.Check(t, is.ErrorContains(err, "ids of same-content events: json: cannot unmarshal object"))
 }
 
