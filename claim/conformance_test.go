@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"gotest.tools/v3/assert"
-	"gotest.tools/v3/icmd"
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
@@ -26,32 +25,25 @@ type engineSetup struct {
 }
 
 // confWorkspace is a new workspace of one setup, and its bd.
-type confWorkspace struct {
-	dir    string
-	getenv func(string) string
-	bd     func(args ...string) *icmd.Result // bd ARGS in the workspace, any exit status
-	json   func(v any, args ...string)       // bd ARGS --json, exit 0, decoded into v
-}
+type confWorkspace struct{ *claimtest.BdRunner }
 
 var engineSetups = []engineSetup{
 	{"sqlite-v0.47.1", func(t *testing.T) *confWorkspace { return sqliteSetup(t, "v0.47.1") }},
 	{"sqlite-v0.49.6", func(t *testing.T) *confWorkspace { return sqliteSetup(t, "v0.49.6") }},
 	{"dolt-server", func(t *testing.T) *confWorkspace {
-		w := claimtest.NeedDolt(t).Workspace(t, "cf")
-		return &confWorkspace{dir: w.Dir, getenv: w.Getenv, bd: w.Bd, json: w.JSON}
+		return &confWorkspace{&claimtest.NeedDolt(t).Workspace(t, "cf").BdRunner}
 	}},
 }
 
 func sqliteSetup(t *testing.T, version string) *confWorkspace {
-	w := claimtest.SQLiteWorkspace(t, version)
-	return &confWorkspace{dir: w.Dir, getenv: w.Getenv, bd: w.Bd, json: w.JSON}
+	return &confWorkspace{&claimtest.SQLiteWorkspace(t, version).BdRunner}
 }
 
 // create is bd create TITLE FLAGS; it returns the new issue's id.
 func (w *confWorkspace) create(t *testing.T, title string, flags ...string) string {
 	t.Helper()
 	var iss struct{ ID string }
-	w.json(&iss, append([]string{"create", title}, flags...)...)
+	w.JSON(&iss, append([]string{"create", title}, flags...)...)
 	assert.Assert(t, iss.ID != "", "bd create %q", title)
 	return iss.ID
 }
@@ -60,7 +52,7 @@ func (w *confWorkspace) create(t *testing.T, title string, flags ...string) stri
 func (w *confWorkspace) ready(t *testing.T, sort string, flags ...string) []string {
 	t.Helper()
 	var list []struct{ ID string }
-	w.json(&list, append([]string{"ready", "-u", "--limit", "1000", "--sort", sort}, flags...)...)
+	w.JSON(&list, append([]string{"ready", "-u", "--limit", "1000", "--sort", sort}, flags...)...)
 	var ids []string
 	for _, iss := range list {
 		ids = append(ids, iss.ID)
@@ -72,7 +64,7 @@ func (w *confWorkspace) ready(t *testing.T, sort string, flags ...string) []stri
 func (w *confWorkspace) show(t *testing.T, id string) string {
 	t.Helper()
 	var list []struct{ Status, Assignee string }
-	w.json(&list, "show", id)
+	w.JSON(&list, "show", id)
 	assert.Equal(t, len(list), 1)
 	return list[0].Status + "/" + list[0].Assignee
 }
@@ -80,7 +72,7 @@ func (w *confWorkspace) show(t *testing.T, id string) string {
 // store opens a Store on the workspace as the CLI would.
 func (w *confWorkspace) store(t *testing.T, o claim.Options) *claim.Store {
 	t.Helper()
-	return openAt(t, w.dir, w.getenv, o)
+	return openAt(t, w.Dir, w.Getenv, o)
 }
 
 // openAt opens a Store on the workspace at dir as the CLI would: discovery
@@ -170,9 +162,9 @@ func confByID(t *testing.T, w *confWorkspace) {
 	ctx := context.Background()
 	blocker := w.create(t, "blocker", "-p", "1")
 	blocked := w.create(t, "blocked", "-p", "1")
-	w.bd("dep", "add", blocked, blocker).Assert(t, icmd.Success)
+	w.OK("dep", "add", blocked, blocker)
 	closed := w.create(t, "closed", "-p", "1")
-	w.bd("close", closed).Assert(t, icmd.Success)
+	w.OK("close", closed)
 	s := w.store(t, claim.Options{})
 	refused := func(id string, code claim.Code, reason string) {
 		t.Helper()
@@ -296,7 +288,7 @@ func confFailures(t *testing.T, w *confWorkspace) {
 	assert.NilError(t, err)
 	assert.DeepEqual(t, st.Abandoned, []claim.Abandoned{{ID: flaky, Failures: 2, Labelled: true}})
 	var labels []struct{ Labels []string }
-	w.json(&labels, "show", flaky)
+	w.JSON(&labels, "show", flaky)
 	assert.DeepEqual(t, labels[0].Labels, []string{"claim:abandoned"})
 
 	reset, err := s.Reset(ctx, claim.ResetRequest{Actor: "human", ID: flaky})
@@ -320,7 +312,7 @@ func confFencing(t *testing.T, w *confWorkspace) {
 	y := w.create(t, "y", "-p", "2")
 	w.create(t, "z", "-p", "3") // claimable, withheld at capacity
 	closed := w.create(t, "closed", "-p", "1")
-	w.bd("close", closed).Assert(t, icmd.Success)
+	w.OK("close", closed)
 	c := newClock(time.Now().UTC().Truncate(time.Second))
 	s := w.store(t, claim.Options{Now: c.now})
 	first, err := s.Claim(ctx, claim.Request{Agent: "a", Lease: time.Minute})
@@ -425,7 +417,7 @@ func confFigures(t *testing.T, w *confWorkspace) {
 	for _, p := range []string{"0", "1", "2", "2", "3"} {
 		ids = append(ids, w.create(t, "issue "+p, "-p", p))
 	}
-	w.bd("dep", "add", ids[4], ids[3]).Assert(t, icmd.Success) // ids[4] is blocked
+	w.OK("dep", "add", ids[4], ids[3]) // ids[4] is blocked
 	s := w.store(t, claim.Options{})
 	held, err := s.Claim(ctx, claim.Request{Agent: "a"})
 	assert.NilError(t, err)

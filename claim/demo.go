@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/bdclaim/bd-claim/claim/sqlite"
@@ -24,18 +22,13 @@ type Demo struct {
 // CreateDemo writes a Beads workspace with n issues into dir/.beads from the
 // vendored schema, seeded by SeedDemo.
 func CreateDemo(ctx context.Context, dir string, n int, seed uint64) (Demo, error) {
-	beads := filepath.Join(dir, ".beads")
-	path := filepath.Join(beads, "beads.db")
-	if err := os.MkdirAll(beads, 0o755); err != nil {
+	ws, conn, err := createSQLite(ctx, dir)
+	if err != nil {
 		return Demo{}, err
 	}
-	if err := sqlite.Create(ctx, path); err != nil {
-		return Demo{}, err
-	}
-	conn := sqlite.Open(path, 5*time.Second)
 	defer conn.Close()
 	demo, err := SeedDemo(ctx, conn, n, seed)
-	demo.Workspace = Workspace{Root: dir, BeadsDir: beads, DBPath: path, Source: "demo"}
+	demo.Workspace, demo.Workspace.Source = ws, "demo"
 	return demo, err
 }
 

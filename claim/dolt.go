@@ -15,7 +15,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
@@ -76,27 +75,17 @@ func openDolt(ctx context.Context, s *Store, o Options) error {
 
 func (e *doltEngine) close() error { return e.conn.Close() }
 
-// check reads the schema version and the project id, in this order.
+// check refuses a database that is not the workspace's: not a Beads
+// database, another schema than bd v1.3.0's, another project than
+// metadata.json names (SCHEMA_INCOMPATIBLE).
 func (e *doltEngine) check(ctx context.Context) error {
 	ws := e.Workspace
-	v, err := e.dq.SchemaMigrationsMax(ctx, e.conn)
-	var id string
-	if err == nil {
-		id, err = e.dq.MetadataProjectID(ctx, e.conn)
-		_, err = found(err) // id "" when the row is missing
+	err := dolt.Check(ctx, e.conn, dolt.Expect{Schema: doltSchema, ProjectID: ws.Dolt.ProjectID, Server: ws.Dolt.String(), MetadataDir: ws.BeadsDir})
+	var refused *dolt.Refusal
+	if errors.As(err, &refused) {
+		return Errorf(ESchema, "%s", refused)
 	}
-	switch {
-	case dolt.Number(err) == dolt.NumNoSuchTable:
-		return Errorf(ESchema, "%s is not a Beads database (%v): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE", ws.Dolt, err)
-	case err != nil:
-		return e.classify(err, "read the schema of "+ws.Dolt.String())
-	case v != doltSchema:
-		return Errorf(ESchema, "the Beads database %s is at schema version %d; bd-claim supports version %d (bd v1.3.x): upgrade with `bd migrate schema` or use a matching bd-claim", ws.Dolt, v, doltSchema)
-	case ws.Dolt.ProjectID != "" && id != ws.Dolt.ProjectID:
-		return Errorf(ESchema, "project identity mismatch: %s holds project %q, but %s/metadata.json names %q; the workspace points at another project's database (check BEADS_DOLT_SERVER_DATABASE and dolt_database)",
-			ws.Dolt, id, ws.BeadsDir, ws.Dolt.ProjectID)
-	}
-	return nil
+	return e.classify(err, "read the schema of "+ws.Dolt.String())
 }
 
 // doltFlavor is bd v1.3.0's `bd ready` (sqlbuild.BuildReadyWorkWhere):
@@ -193,23 +182,22 @@ func doltLeaseExpired(now time.Time) sq.Sqlizer {
 	return sq.Expr("(i.status = 'in_progress' AND EXISTS (SELECT 1 FROM leases l WHERE l.issue_id = i.id AND l.holder = i.assignee AND l.lease_expires_at <= ?))", now.UTC())
 }
 
-// code classifies the errors of a Dolt server: ok false for any other
-// error.
+// doltCodes are bd-claim's codes for the kinds of a Dolt server's errors,
+// and what to do.
+var doltCodes = map[dolt.Kind]struct {
+	code Code
+	what string
+}{
+	dolt.LoginRefused: {EAccess, "the Dolt server refused the login: check the user (BEADS_DOLT_SERVER_USER) and the password (BEADS_DOLT_PASSWORD or bd's credentials file)"},
+	dolt.WriteDenied:  {EAccess, "the Dolt server does not let this user write (a read-only user can only --dry-run)"},
+	dolt.NoDatabase:   {EDBNotFound, "no such database on the Dolt server (bd-claim never creates one): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE"},
+	dolt.Conflict:     {EBusy, "other writers kept changing the same issues; retry"},
+	dolt.Unreachable:  {EUnavailable, "the Dolt server cannot be reached: is `dolt sql-server` running at the host and port the workspace names? retry later"},
+}
+
 func (e *doltEngine) code(err error) (Code, string, bool) {
-	var op *net.OpError
-	switch n := dolt.Number(err); {
-	case n == dolt.NumAccessDenied || n == dolt.NumDBAccessDenied:
-		return EAccess, "the Dolt server refused the login: check the user (BEADS_DOLT_SERVER_USER) and the password (BEADS_DOLT_PASSWORD or bd's credentials file)", true
-	case n == dolt.NumTableDenied || n == dolt.NumProcDenied || n == dolt.NumReadOnly || (n == dolt.NumUnknown && strings.Contains(err.Error(), "denied to user")):
-		return EAccess, "the Dolt server does not let this user write (a read-only user can only --dry-run)", true
-	case n == dolt.NumUnknownDB:
-		return EDBNotFound, "no such database on the Dolt server (bd-claim never creates one): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE", true
-	case dolt.IsConflict(err):
-		return EBusy, "other writers kept changing the same issues; retry", true
-	case errors.As(err, &op), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, mysql.ErrInvalidConn), errors.Is(err, driver.ErrBadConn):
-		return EUnavailable, "the Dolt server cannot be reached: is `dolt sql-server` running at the host and port the workspace names? retry later", true
-	}
-	return "", "", false
+	c, ok := doltCodes[dolt.KindOf(err)]
+	return c.code, c.what, ok
 }
 
 // doltClaimState reads who holds issue id, as a claimEvent: the claim's
@@ -432,7 +420,7 @@ func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*t
 	if message == "" {
 		return nil
 	}
-	if err := e.commit(ctx, w, message, x.labels); err != nil {
+	if err := dolt.Commit(ctx, w.h, message, doltAuthor, x.labels); err != nil {
 		err = e.classify(err, doing)
 		var ce *Error
 		if errors.As(err, &ce) {
@@ -558,35 +546,6 @@ func (w *doltWriter) done() {
 		}
 	}
 	w.Conn.Close()
-}
-
-// doltCommit makes the Dolt commit that follows a write's SQL commit, as
-// bd does (runIssueOperationTxWithMessage), on the writer's connection
-// (DOLT_ADD stages for the DOLT_COMMIT of the same session): stage the
-// issues table (events and leases are dolt_ignored), and labels when the
-// write changed one, and commit with bd's
-// author, tried again on a conflict. A commit that finds nothing staged is
-// fine: another writer's commit took the change in. A claim is reported
-// only once it is in HEAD.
-func (e *doltEngine) commit(ctx context.Context, w *doltWriter, message string, labels bool) error {
-	var err error
-	for try := 1; ; try++ {
-		err = e.dq.DoltAddIssues(ctx, w.h)
-		if err == nil && labels {
-			err = e.dq.DoltAddLabels(ctx, w.h)
-		}
-		if err == nil {
-			err = e.dq.DoltCommit(ctx, w.h, doltdb.DoltCommitParams{Message: message, Author: doltAuthor})
-		}
-		if err != nil && strings.Contains(err.Error(), "nothing to commit") {
-			err = nil
-		}
-		if !dolt.IsConflict(err) || try >= 20 {
-			break
-		}
-		time.Sleep(time.Duration(try*10) * time.Millisecond)
-	}
-	return err
 }
 
 // newRowLock is a fresh row_lock as bd makes one (8 random bytes as a

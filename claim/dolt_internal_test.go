@@ -15,6 +15,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/dolt"
 	"github.com/bdclaim/bd-claim/db"
 )
 
@@ -253,7 +254,7 @@ func TestDoltCommit(t *testing.T) {
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 0)
 	w1, err := doltOf(s).writer(ctx)
 	assert.NilError(t, err)
-	assert.NilError(t, doltOf(s).commit(ctx, w1, "bd: nothing", false))
+	assert.NilError(t, dolt.Commit(ctx, w1.h, "bd: nothing", doltAuthor, false))
 	w1.done()
 	assert.Equal(t, commits(), before+2)
 

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,20 +182,24 @@ func (e *sqliteEngine) snapshot(ctx context.Context) (*sql.Tx, error) {
 
 func (e *sqliteEngine) code(err error) (Code, string, bool) { return sqliteCode(err) }
 
+// sqliteCodes are bd-claim's codes for SQLite's primary result codes,
+// and what to do.
+var sqliteCodes = map[int]struct {
+	code Code
+	what string
+}{
+	sqlite.CodeBusy:     {EBusy, "the database stayed locked by another writer; retry later or raise --timeout-ms"},
+	sqlite.CodeLocked:   {EBusy, "the database stayed locked by another writer; retry later or raise --timeout-ms"},
+	sqlite.CodeNotADB:   {ESchema, "the file is not a SQLite database"},
+	sqlite.CodeCorrupt:  {ESchema, "the database file is corrupt; restore it or rebuild it with bd from issues.jsonl"},
+	sqlite.CodeCantOpen: {EDBNotFound, "the database cannot be opened"},
+}
+
 // sqliteCode classifies SQLite's errors by their primary result code: ok
 // false for any other error.
 func sqliteCode(err error) (Code, string, bool) {
-	switch sqlite.Code(err) {
-	case sqlite.CodeBusy, sqlite.CodeLocked:
-		return EBusy, "the database stayed locked by another writer; retry later or raise --timeout-ms", true
-	case sqlite.CodeNotADB:
-		return ESchema, "the file is not a SQLite database", true
-	case sqlite.CodeCorrupt:
-		return ESchema, "the database file is corrupt; restore it or rebuild it with bd from issues.jsonl", true
-	case sqlite.CodeCantOpen:
-		return EDBNotFound, "the database cannot be opened", true
-	}
-	return "", "", false
+	c, ok := sqliteCodes[sqlite.Code(err)]
+	return c.code, c.what, ok
 }
 
 // changes is PRAGMA data_version: one counter, no query.
@@ -706,4 +712,21 @@ func sqliteHybrid(now string) (string, []any) {
 	CASE WHEN datetime(i.created_at) >= datetime(?, '-48 hours') THEN i.priority ELSE NULL END ASC,
 	CASE WHEN datetime(i.created_at) < datetime(?, '-48 hours') THEN i.created_at ELSE NULL END ASC,
 	i.created_at ASC, i.id ASC`, []any{now, now, now}
+}
+
+// createSQLite makes a new SQLite workspace at dir, as `bd init` leaves
+// one: dir/.beads/beads.db from the vendored schema, in WAL mode, and a
+// handle on it. It refuses an existing database.
+func createSQLite(ctx context.Context, dir string) (Workspace, *sql.DB, error) {
+	beads := filepath.Join(dir, ".beads")
+	path := filepath.Join(beads, "beads.db")
+	ws := Workspace{Root: dir, BeadsDir: beads, DBPath: path}
+	err := os.MkdirAll(beads, 0o755)
+	if err == nil {
+		err = sqlite.Create(ctx, path)
+	}
+	if err != nil {
+		return ws, nil, err
+	}
+	return ws, sqlite.Open(path, 5*time.Second), nil
 }

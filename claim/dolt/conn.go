@@ -6,11 +6,19 @@
 package dolt
 
 import (
+	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"fmt"
+	"net"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	doltdb "github.com/bdclaim/bd-claim/db/dolt"
 )
 
 // Open returns a handle on the database c names. It connects lazily: the
@@ -54,4 +62,106 @@ func IsConflict(err error) bool {
 		return strings.Contains(err.Error(), "onflict")
 	}
 	return false
+}
+
+// Kind is what an error of the server means to its client.
+type Kind int
+
+// The kinds of error bd-claim tells apart.
+const (
+	Other        Kind = iota
+	LoginRefused      // a wrong user or password, or a database the user may not use
+	WriteDenied       // a write, or a procedure, the user may not run; a read-only server
+	NoDatabase        // no such database on the server
+	Conflict          // Dolt's optimistic commit failed the transaction (IsConflict)
+	Unreachable       // refused, dropped or timed out: no answer from the server
+)
+
+// KindOf reads err: Other for an error the server did not send, or one
+// that needs no telling apart.
+func KindOf(err error) Kind {
+	var op *net.OpError
+	switch n := Number(err); {
+	case n == NumAccessDenied || n == NumDBAccessDenied:
+		return LoginRefused
+	case n == NumTableDenied || n == NumProcDenied || n == NumReadOnly || (n == NumUnknown && strings.Contains(err.Error(), "denied to user")):
+		return WriteDenied
+	case n == NumUnknownDB:
+		return NoDatabase
+	case IsConflict(err):
+		return Conflict
+	case errors.As(err, &op), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, mysql.ErrInvalidConn), errors.Is(err, driver.ErrBadConn):
+		return Unreachable
+	}
+	return Other
+}
+
+// Expect is what a client requires of the database it opens: bd's schema
+// version, and the project id its metadata.json names ("" for any);
+// Server and MetadataDir name them in a refusal.
+type Expect struct {
+	Schema      int64
+	ProjectID   string
+	Server      string
+	MetadataDir string
+}
+
+// Refusal is a database that is not the one a client expects: not a Beads
+// database, another schema version, another project.
+type Refusal struct{ msg string }
+
+func (r *Refusal) Error() string { return r.msg }
+
+// Check reads the database's schema version and project id, in this
+// order, and refuses (*Refusal) a database that is not what want names;
+// any other error is the server's.
+func Check(ctx context.Context, conn doltdb.DBTX, want Expect) error {
+	q := doltdb.New()
+	v, err := q.SchemaMigrationsMax(ctx, conn)
+	var id string
+	if err == nil {
+		if id, err = q.MetadataProjectID(ctx, conn); errors.Is(err, sql.ErrNoRows) {
+			id, err = "", nil // no project id recorded
+		}
+	}
+	switch {
+	case Number(err) == NumNoSuchTable:
+		return &Refusal{fmt.Sprintf("%s is not a Beads database (%v): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE", want.Server, err)}
+	case err != nil:
+		return err
+	case v != want.Schema:
+		return &Refusal{fmt.Sprintf("the Beads database %s is at schema version %d; bd-claim supports version %d (bd v1.3.x): upgrade with `bd migrate schema` or use a matching bd-claim", want.Server, v, want.Schema)}
+	case want.ProjectID != "" && id != want.ProjectID:
+		return &Refusal{fmt.Sprintf("project identity mismatch: %s holds project %q, but %s/metadata.json names %q; the workspace points at another project's database (check BEADS_DOLT_SERVER_DATABASE and dolt_database)",
+			want.Server, id, want.MetadataDir, want.ProjectID)}
+	}
+	return nil
+}
+
+// Commit makes the Dolt commit that follows a write's SQL commit, as bd
+// does (runIssueOperationTxWithMessage), on the writer's connection conn
+// (DOLT_ADD stages for the DOLT_COMMIT of the same session): stage the
+// issues table (events and leases are dolt_ignored), and labels when the
+// write changed one, and commit with author, tried again on a conflict. A
+// commit that finds nothing staged is fine: another writer's commit took
+// the change in.
+func Commit(ctx context.Context, conn doltdb.DBTX, message, author string, labels bool) error {
+	q := doltdb.New()
+	var err error
+	for try := 1; ; try++ {
+		err = q.DoltAddIssues(ctx, conn)
+		if err == nil && labels {
+			err = q.DoltAddLabels(ctx, conn)
+		}
+		if err == nil {
+			err = q.DoltCommit(ctx, conn, doltdb.DoltCommitParams{Message: message, Author: author})
+		}
+		if err != nil && strings.Contains(err.Error(), "nothing to commit") {
+			err = nil
+		}
+		if !IsConflict(err) || try >= 20 {
+			return err
+		}
+		time.Sleep(time.Duration(try*10) * time.Millisecond)
+	}
 }
