@@ -5,11 +5,15 @@ COVER   := $(CURDIR)/.cover
 # Coverage counts every package linked into the bd-claim binary: claim, cli,
 # db (the sqlc-generated code included) and main.
 COVERPKG = $(shell $(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' . | grep '^$(MODULE)' | paste -sd, -)
+# The embedded build: the embedded Dolt engine (github.com/dolthub/driver/v2,
+# cgo with gcc; gms_pure_go: no ICU), in .bin/bd-claim-embedded only.
+EMBEDDED_TAGS := embedded,gms_pure_go
+COVERPKG_EMBEDDED = $(shell $(GO) list -tags $(EMBEDDED_TAGS) -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' . | grep '^$(MODULE)' | paste -sd, -)
 # The supported real bd releases are the pinned modules tools/bd-vX.Y.Z, newest first.
 BD_VERSIONS := $(shell printf '%s\n' $(patsubst tools/bd-%/go.mod,%,$(wildcard tools/bd-v*/go.mod)) | sort -rV)
 BD_NEWEST   := $(firstword $(BD_VERSIONS))
 
-.PHONY: help demo build test bd verify generate schema clean
+.PHONY: help demo build embedded embedded-test test bd verify generate schema clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -20,12 +24,20 @@ demo: ## claim a generated demo workspace with 8 racing agents
 build: ## build ./bd-claim
 	$(GO) build -o bd-claim .
 
+embedded: ## build .bin/bd-claim-embedded: every engine, bd v1.3's embedded Dolt included (cgo, gcc)
+	CGO_ENABLED=1 $(GO) build -tags $(EMBEDDED_TAGS) -o .bin/bd-claim-embedded .
+
+embedded-test: dolt ## the embedded build's tests: the conformance suite's dolt-embedded setup and the embedded engine's own (coverage into .cover/data when it exists)
+	mkdir -p $(COVER)/data
+	CGO_ENABLED=1 $(GO) test -count=1 -timeout 30m -tags $(EMBEDDED_TAGS) -coverpkg=$(COVERPKG_EMBEDDED) -run 'TestConformance/dolt-embedded|TestEmbedded' ./claim/... -args -test.gocoverdir=$(COVER)/data
+
 bd: ## build the real bd (every tools/bd-v*) that the interop tests drive
 	@for v in $(BD_VERSIONS); do scripts/build-bd.sh $$v >/dev/null || exit 1; done
 
-test: bd dolt ## every test with -race (the Dolt ones against a real dolt sql-server), then the 100% statement coverage gate
+test: bd dolt ## every test with -race (the Dolt ones against a real dolt sql-server), the embedded build's (embedded-test), then the 100% statement coverage gate over both
 	rm -rf $(COVER) && mkdir -p $(COVER)/data
 	$(GO) test -race -count=1 -timeout 40m -coverpkg=$(COVERPKG) ./... -args -test.gocoverdir=$(COVER)/data
+	$(MAKE) embedded-test
 	$(GO) tool covdata textfmt -i=$(COVER)/data -o $(COVER)/cover.out
 	$(GO) tool cover -func=$(COVER)/cover.out > $(COVER)/func.txt
 	@awk '$$NF != "100.0%" {print "not covered:", $$0; bad=1} END {exit bad}' $(COVER)/func.txt || \

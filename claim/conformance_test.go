@@ -33,6 +33,7 @@ var engineSetups = []engineSetup{
 	{"dolt-server", func(t *testing.T) *confWorkspace {
 		return &confWorkspace{&claimtest.NeedDolt(t).Workspace(t, "cf").BdRunner}
 	}},
+	{"dolt-embedded", embeddedSetup},
 }
 
 func sqliteSetup(t *testing.T, version string) *confWorkspace {

@@ -54,38 +54,42 @@ const doltTime = "2006-01-02 15:04:05"
 // follows the SQL commit as bd makes it.
 type doltEngine struct {
 	*Store
-	dq       *doltdb.Queries
-	lockWait int32 // seconds a writer waits for the writers' lock
-	retry    sqlite.Retry
+	link  doltLink // the server, or the embedded engine
+	dq    *doltdb.Queries
+	retry sqlite.Retry
 }
 
-// openDolt connects to the workspace's server and checks that the database
-// is a Beads database bd-claim writes faithfully: the schema of bd v1.3.0,
-// and the project metadata.json names.
-func openDolt(ctx context.Context, s *Store, o Options) error {
-	s.flavor, s.conn = doltFlavor(), dolt.Open(s.Workspace.Dolt.config())
-	e := &doltEngine{Store: s, dq: doltdb.New(), lockWait: lockWait(o.BusyTimeout), retry: sqlite.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}}
+// openDolt opens the Dolt database link reaches for s and checks that it
+// is a Beads database bd-claim writes faithfully: the schema of bd
+// v1.3.0, and the project metadata.json names (projectID).
+func openDolt(ctx context.Context, s *Store, link doltLink, projectID string) error {
+	s.flavor = doltFlavor()
+	e := &doltEngine{Store: s, link: link, dq: doltdb.New(), retry: sqlite.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}}
 	s.eng = e
-	if err := e.check(ctx); err != nil {
-		s.conn.Close()
+	if err := e.check(ctx, projectID); err != nil {
+		link.close()
 		return err
 	}
 	return nil
 }
 
-func (e *doltEngine) close() error { return e.conn.Close() }
+func (e *doltEngine) close() error { return e.link.close() }
 
 // check refuses a database that is not the workspace's: not a Beads
 // database, another schema than bd v1.3.0's, another project than
 // metadata.json names (SCHEMA_INCOMPATIBLE).
-func (e *doltEngine) check(ctx context.Context) error {
+func (e *doltEngine) check(ctx context.Context, projectID string) error {
 	ws := e.Workspace
-	err := dolt.Check(ctx, e.conn, dolt.Expect{Schema: doltSchema, ProjectID: ws.Dolt.ProjectID, Server: ws.Dolt.String(), MetadataDir: ws.BeadsDir})
+	conn, end, err := e.link.open(ctx)
+	if err == nil {
+		err = dolt.Check(ctx, conn, dolt.Expect{Schema: doltSchema, ProjectID: projectID, Server: ws.DBPath, MetadataDir: ws.BeadsDir})
+		end()
+	}
 	var refused *dolt.Refusal
 	if errors.As(err, &refused) {
 		return Errorf(ESchema, "%s", refused)
 	}
-	return e.classify(err, "read the schema of "+ws.Dolt.String())
+	return e.classify(err, "read the schema of "+ws.DBPath)
 }
 
 // doltFlavor is bd v1.3.0's `bd ready` (sqlbuild.BuildReadyWorkWhere):
@@ -188,11 +192,15 @@ var doltCodes = map[dolt.Kind]struct {
 	code Code
 	what string
 }{
-	dolt.LoginRefused: {EAccess, "the Dolt server refused the login: check the user (BEADS_DOLT_SERVER_USER) and the password (BEADS_DOLT_PASSWORD or bd's credentials file)"},
-	dolt.WriteDenied:  {EAccess, "the Dolt server does not let this user write (a read-only user can only --dry-run)"},
-	dolt.NoDatabase:   {EDBNotFound, "no such database on the Dolt server (bd-claim never creates one): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE"},
-	dolt.Conflict:     {EBusy, "other writers kept changing the same issues; retry"},
-	dolt.Unreachable:  {EUnavailable, "the Dolt server cannot be reached: is `dolt sql-server` running at the host and port the workspace names? retry later"},
+	dolt.LoginRefused:    {EAccess, "the Dolt server refused the login: check the user (BEADS_DOLT_SERVER_USER) and the password (BEADS_DOLT_PASSWORD or bd's credentials file)"},
+	dolt.WriteDenied:     {EAccess, "the Dolt server does not let this user write (a read-only user can only --dry-run)"},
+	dolt.NoDatabase:      {EDBNotFound, "no such database on the Dolt server (bd-claim never creates one): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE"},
+	dolt.Conflict:        {EBusy, "other writers kept changing the same issues; retry"},
+	dolt.Unreachable:     {EUnavailable, "the Dolt server cannot be reached: is `dolt sql-server` running at the host and port the workspace names? retry later"},
+	dolt.EngineLocked:    {EBusy, "another process (bd, bd-claim, a dolt sql-server) kept the embedded Dolt database open past the timeout; retry, or raise --timeout-ms"},
+	dolt.MaintenanceHeld: {EUnavailable, "bd is running a maintenance command on the workspace (bd init, bd migrate, bd backup restore); retry once it has finished"},
+	dolt.NotBuiltIn: {ESchema, "the workspace is an embedded Dolt workspace (bd v1.3's default), and this bd-claim is built without the embedded engine: " +
+		"install the embedded build, `CGO_ENABLED=1 go install -tags embedded,gms_pure_go github.com/bdclaim/bd-claim@latest` (needs gcc), or `make embedded` in a checkout"},
 }
 
 func (e *doltEngine) code(err error) (Code, string, bool) {
@@ -257,7 +265,7 @@ func (t *doltTx) held() ([]claimEvent, error) {
 		Wisp                 bool
 		ClaimedAt            *time.Time `json:"claimed_at"`
 	}
-	if err := json.Unmarshal(raw, &rows); err != nil {
+	if err := json.Unmarshal([]byte(raw), &rows); err != nil {
 		return nil, fmt.Errorf("the claims of the in_progress issues: %w", err)
 	}
 	out := make([]claimEvent, len(rows))
@@ -391,7 +399,7 @@ func (t *doltTx) event(wisp bool, id, eventType, actor string, oldValue, newValu
 // Dolt commit that bd makes for the same move (doltTx.commit) follows on
 // the writer's connection; a claim is reported only once it is in HEAD.
 func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*txn) error) error {
-	w, err := e.writer(ctx)
+	w, err := e.link.writer(ctx, e.wrap)
 	if err != nil {
 		return err
 	}
@@ -406,7 +414,7 @@ func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*t
 			// It landed, but its connection is gone (and with it the
 			// lock): the Dolt commit needs a writer's connection again.
 			w.done()
-			w, err = e.writer(ctx)
+			w, err = e.link.writer(ctx, e.wrap)
 		}
 	}
 	if err != nil {
@@ -436,24 +444,46 @@ func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*t
 func (e *doltEngine) ahead(context.Context, Request) ([]string, deck, error) { return nil, deck{}, nil }
 
 func (e *doltEngine) bind(t *txn, tx *sql.Tx) engineTx {
-	if tx != nil {
-		t.on(tx)
-	} else {
-		t.on(e.conn)
-	}
+	t.on(tx)
 	return &doltTx{txn: t, dq: e.dq}
 }
 
-// snapshot is a transaction: the server's snapshot isolation.
-func (e *doltEngine) snapshot(ctx context.Context) (*sql.Tx, error) { return e.conn.BeginTx(ctx, nil) }
+// on is an operation of the engine on h, outside a write transaction.
+func (e *doltEngine) on(ctx context.Context, h db.DBTX) *txn {
+	t := e.newTxn(ctx)
+	t.on(h)
+	t.x = &doltTx{txn: t, dq: e.dq}
+	return t
+}
 
-// changes is the working set's hash (WorkingSetHash: one round trip, a
-// third to a fifth of a look; BENCHMARKS.md), read under autocommit, so in
-// a transaction of its own that sees the latest commit (inside a
-// transaction it would keep the snapshot's).
-func (e *doltEngine) changes(ctx context.Context, conn *sql.Conn) string {
-	h, _ := e.dq.WorkingSetHash(ctx, conn)
-	return h
+// look runs fn on the database, opened for it (doltLink.open).
+func (e *doltEngine) look(ctx context.Context, fn func(*txn) error) error {
+	conn, end, err := e.link.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	return fn(e.on(ctx, conn))
+}
+
+// snapshot is a transaction: Dolt's snapshot isolation.
+func (e *doltEngine) snapshot(ctx context.Context, fn func(*txn) error) error {
+	conn, end, err := e.link.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(e.on(ctx, tx))
+}
+
+// watch is the link's change signal.
+func (e *doltEngine) watch(ctx context.Context) (func() string, func(), error) {
+	return e.link.watch(ctx, e)
 }
 
 // doltTx is one transaction on a Dolt workspace, and what its write
@@ -501,51 +531,6 @@ func (t *doltTx) resetMark(r *row, actor, comment string) error {
 func (t *doltTx) eventCounts(since time.Time) (EventCounts, error) {
 	ev, err := t.dq.EventCountsSince(t.ctx, t.conn, doltdb.EventCountsSinceParams{Since: since.UTC(), Failed: text(like(failedPrefix))})
 	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}, err
-}
-
-// doltWriter is a connection of a Store's own for one write, holding the
-// writers' lock of the database when it could take it: bd-claim's writers
-// take turns, on every machine that shares the server, instead of racing
-// Dolt's optimistic commit (where all but one of a round lose and start
-// again). The lock is only an optimisation: a writer that waited longer
-// than the busy timeout goes on without it, and exclusivity still comes
-// from the compare-and-swap and the commit.
-type doltWriter struct {
-	*sql.Conn
-	h     db.DBTX // the connection, as the Store's queries see it
-	e     *doltEngine
-	ctx   context.Context
-	name  string
-	taken bool
-}
-
-func (e *doltEngine) writer(ctx context.Context) (*doltWriter, error) {
-	conn, err := e.conn.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	w := &doltWriter{Conn: conn, h: conn, e: e, ctx: ctx, name: "bd-claim/" + e.Workspace.Dolt.Database}
-	if e.faults != nil {
-		w.h = e.faults(w.h)
-	}
-	taken, err := e.dq.WritersLock(ctx, w.h, doltdb.WritersLockParams{Name: w.name, TimeoutSeconds: e.lockWait})
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	w.taken = taken == 1
-	return w, nil
-}
-
-// done hands the lock on and gives the connection back. A connection whose
-// lock could not be released is discarded: closing it frees the lock.
-func (w *doltWriter) done() {
-	if w.taken {
-		if err := w.e.dq.WritersUnlock(w.ctx, w.h, w.name); err != nil {
-			_ = w.Conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-	}
-	w.Conn.Close()
 }
 
 // newRowLock is a fresh row_lock as bd makes one (8 random bytes as a
@@ -760,17 +745,16 @@ func (e *doltEngine) landed(ctx context.Context, t *doltTx, err error) error {
 			// session: look once more after a while.
 			time.Sleep(200 * time.Millisecond)
 		}
-		if lock, rerr := e.dq.IssueRowLock(ctx, e.conn, t.landed.id); rerr == nil && lock == t.landed.rowLock {
-			return nil
+		conn, end, rerr := e.link.open(ctx)
+		if rerr == nil {
+			lock, rerr := e.dq.IssueRowLock(ctx, conn, t.landed.id)
+			end()
+			if rerr == nil && lock == t.landed.rowLock {
+				return nil
+			}
 		}
 	}
 	return err
-}
-
-// lockWait is how long a writer waits for the writers' lock, in the whole
-// seconds GET_LOCK takes: the busy timeout, rounded up (0 for none).
-func lockWait(busy time.Duration) int32 {
-	return int32(min((max(busy, 0)+time.Second-1)/time.Second, 3600))
 }
 
 // doltSnapshot is an issue of a Dolt workspace as a write reads it: the

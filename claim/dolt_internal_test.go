@@ -252,7 +252,7 @@ func TestDoltCommit(t *testing.T) {
 	must[Result](t)(s.Claim(ctx, Request{Agent: "a", ID: w.Prefix + "-b"}))
 	assert.Equal(t, commits(), before+2)
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 0)
-	w1, err := doltOf(s).writer(ctx)
+	w1, err := doltOf(s).link.writer(ctx, doltOf(s).wrap)
 	assert.NilError(t, err)
 	assert.NilError(t, dolt.Commit(ctx, w1.h, "bd: nothing", doltAuthor, false))
 	w1.done()

@@ -3,8 +3,11 @@ package claim_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -300,4 +303,32 @@ func TestDoltWispReset(t *testing.T) {
 	assert.Equal(t, count(), before, "nothing written")
 	res := mustClaim(t, s, claim.Request{Agent: "agent-b"})
 	assert.Equal(t, res.Issue.ID, wisp, "still claimable")
+}
+
+// bd's gates in server mode: while a maintenance command holds the local
+// server's gate (.beads/dolt.gate.lock) exclusively, a claim and a dry run
+// stop at once, DB_UNAVAILABLE, naming it, and bd refuses too; nothing
+// changes. Let go, the claim goes through.
+func TestDoltMaintenanceGate(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "gate")
+	id := bdCreate(t, w, "one")
+	s := doltStore(t, w, claim.Options{})
+	gate := filepath.Join(w.Dir, ".beads", "dolt.gate.lock")
+	f, err := os.OpenFile(gate, os.O_CREATE|os.O_RDWR, 0o600)
+	assert.NilError(t, err)
+	assert.NilError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+	for _, dry := range []bool{true, false} {
+		_, err = s.Claim(context.Background(), claim.Request{Agent: "a", DryRun: dry})
+		assert.Equal(t, claim.ErrorCode(err), claim.EUnavailable, "%v", err)
+		assert.ErrorContains(t, err, "a maintenance operation is running on this workspace (another bd process holds "+gate+")")
+	}
+	r := w.Bd("show", id)
+	assert.Assert(t, strings.Contains(r.Combined(), "a maintenance operation is running"), "bd refuses too: %s", r.Combined())
+	f.Close()
+	var shown []struct{ Status string }
+	w.JSON(&shown, "show", id)
+	assert.Equal(t, shown[0].Status, "open")
+	res, err := s.Claim(context.Background(), claim.Request{Agent: "a"})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Issue.ID, id)
 }

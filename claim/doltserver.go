@@ -26,6 +26,14 @@ type DoltServer struct {
 	ProjectID string `json:"project_id,omitempty"` // metadata.json's project_id, checked against the database's
 }
 
+// EmbeddedDolt is a Dolt-era Beads database in embedded mode (bd v1.3's
+// default): no server, the engine runs inside each process that opens it.
+type EmbeddedDolt struct {
+	Dir       string `json:"dir"` // .beads/embeddeddolt, which holds the database's directory
+	Database  string `json:"database"`
+	ProjectID string `json:"project_id,omitempty"` // metadata.json's project_id, checked against the database's
+}
+
 // String names the database in messages, never with the password.
 func (d DoltServer) String() string { return "mysql://" + d.User + "@" + d.addr() + "/" + d.Database }
 
@@ -75,22 +83,26 @@ func dsnServer(source, dsn string) (Workspace, error) {
 	return Workspace{DBPath: d.String(), Source: source, Dolt: &d}, nil
 }
 
-// doltWorkspace resolves the server of a Dolt workspace as bd v1.3.0 does
-// (configfile.go, doltserver.DefaultConfig): environment first, then the
-// port file, then metadata.json. It refuses embedded mode, whose engine
-// holds an exclusive lock on .beads/embeddeddolt that bd waits on forever,
-// and the experimental proxied-server mode.
+// doltWorkspace resolves the database of a Dolt workspace as bd v1.3.0
+// does (configfile.go, doltserver.DefaultConfig): in embedded mode (bd's
+// default), .beads/embeddeddolt; in server mode, the server from the
+// environment first, then the port file, then metadata.json. It refuses
+// the experimental proxied-server mode.
 func doltWorkspace(ws Workspace, meta metadata, getenv func(string) string) (Workspace, error) {
 	envHost := getenv("BEADS_DOLT_SERVER_HOST")
+	// Without metadata.json, bd goes by the directories: embeddeddolt is
+	// embedded, else dolt is a server's (doltserver.ResolvePhysicalRoots).
+	layout := !isFile(filepath.Join(ws.BeadsDir, "metadata.json")) && !isDir(filepath.Join(ws.BeadsDir, "embeddeddolt")) && isDir(filepath.Join(ws.BeadsDir, "dolt"))
 	server := truthy(getenv("BEADS_DOLT_SERVER_MODE")) || truthy(getenv("BEADS_DOLT_SHARED_SERVER")) ||
-		remote(envHost) || meta.DoltMode == "server" || remote(meta.DoltServerHost)
+		remote(envHost) || meta.DoltMode == "server" || remote(meta.DoltServerHost) || layout
 	switch {
 	case meta.DoltMode == "proxied-server":
 		return ws, Errorf(ESchema, "%s is a Dolt workspace in proxied-server mode (experimental in bd); bd-claim supports server mode: run its dolt sql-server and `bd init --server` against it", ws.BeadsDir)
 	case !server:
-		return ws, Errorf(ESchema, "%s is a Dolt workspace in embedded mode, whose engine locks the database for one process at a time; "+
-			"bd-claim needs server mode: run `dolt sql-server` (see `bd dolt --help`), then point the workspace at it "+
-			"(`bd init --server --server-host H --server-port P`, or export BEADS_DOLT_SERVER_MODE=1 with BEADS_DOLT_SERVER_HOST/PORT)", ws.BeadsDir)
+		e := EmbeddedDolt{Dir: filepath.Join(ws.BeadsDir, "embeddeddolt"), ProjectID: meta.ProjectID,
+			Database: first(getenv("BEADS_DOLT_SERVER_DATABASE"), meta.DoltDatabase, "beads")}
+		ws.Embedded, ws.DBPath = &e, filepath.Join(e.Dir, e.Database)
+		return ws, nil
 	}
 	d := DoltServer{
 		Host:      first(envHost, meta.DoltServerHost, "127.0.0.1"),

@@ -17,12 +17,13 @@ func TestFindWorkspaceDolt(t *testing.T) {
 	t.Parallel()
 	const server = `{"database":"dolt","backend":"dolt","dolt_mode":"server","dolt_server_host":"127.0.0.1","dolt_server_port":33310,"dolt_server_user":"root","dolt_database":"fx","project_id":"p-1"}`
 	for _, tc := range []struct {
-		name  string
-		files map[string]string
-		env   []string
-		want  claim.DoltServer
-		code  claim.Code
-		msg   string
+		name     string
+		files    map[string]string
+		env      []string
+		want     claim.DoltServer
+		embedded *claim.EmbeddedDolt
+		code     claim.Code
+		msg      string
 	}{
 		{
 			name:  "metadata.json alone (the deprecated port)",
@@ -67,14 +68,25 @@ func TestFindWorkspaceDolt(t *testing.T) {
 			want:  claim.DoltServer{Host: "127.0.0.1", Port: 33310, User: "root", Database: "fx", ProjectID: "p-1"},
 		},
 		{
-			name:  "embedded mode is refused, saying how to move to server mode",
-			files: map[string]string{"ws/.beads/metadata.json": `{"database":"dolt","backend":"dolt","dolt_mode":"embedded","dolt_database":"em"}`, "ws/.beads/embeddeddolt/": ""},
-			code:  claim.ESchema, msg: "embedded mode, whose engine locks the database for one process at a time; bd-claim needs server mode: run `dolt sql-server`",
+			name:     "embedded mode: the database dolt_database names in .beads/embeddeddolt",
+			files:    map[string]string{"ws/.beads/metadata.json": `{"database":"dolt","backend":"dolt","dolt_mode":"embedded","dolt_database":"em","project_id":"p-2"}`, "ws/.beads/embeddeddolt/": ""},
+			embedded: &claim.EmbeddedDolt{Database: "em", ProjectID: "p-2"},
 		},
 		{
-			name:  "an embeddeddolt directory without metadata.json is embedded",
-			files: map[string]string{"ws/.beads/embeddeddolt/": ""},
-			code:  claim.ESchema, msg: "embedded mode",
+			name:     "embedded mode: BEADS_DOLT_SERVER_DATABASE names the database, as for bd",
+			files:    map[string]string{"ws/.beads/metadata.json": `{"backend":"dolt","dolt_database":"em"}`},
+			env:      []string{"BEADS_DOLT_SERVER_DATABASE", "other"},
+			embedded: &claim.EmbeddedDolt{Database: "other"},
+		},
+		{
+			name:     "an embeddeddolt directory without metadata.json is embedded, database beads",
+			files:    map[string]string{"ws/.beads/embeddeddolt/": "", "ws/.beads/dolt/": ""},
+			embedded: &claim.EmbeddedDolt{Database: "beads"},
+		},
+		{
+			name:  "a dolt directory without metadata.json is a local server's, on bd's default port",
+			files: map[string]string{"ws/.beads/dolt/": ""},
+			want:  claim.DoltServer{Host: "127.0.0.1", Port: 3307, User: "root", Database: "beads"},
 		},
 		{
 			name:  "proxied-server mode is refused",
@@ -106,6 +118,14 @@ func TestFindWorkspaceDolt(t *testing.T) {
 				return
 			}
 			assert.NilError(t, err)
+			if tc.embedded != nil {
+				want := *tc.embedded
+				want.Dir = filepath.Join(ws.BeadsDir, "embeddeddolt")
+				assert.DeepEqual(t, *ws.Embedded, want)
+				assert.Equal(t, ws.DBPath, filepath.Join(want.Dir, want.Database))
+				assert.Assert(t, ws.Dolt == nil)
+				return
+			}
 			assert.DeepEqual(t, *ws.Dolt, tc.want)
 			assert.Equal(t, ws.DBPath, tc.want.String())
 			assert.Equal(t, ws.BeadsDir, filepath.Join(dir, "ws", ".beads"))

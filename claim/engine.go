@@ -28,19 +28,22 @@ type engine interface {
 	// claim-next, and takes a place in the queue of writers for its turn
 	// (none when the engine does not read ahead).
 	ahead(ctx context.Context, req Request) ([]string, deck, error)
-	// bind makes the operations of transaction t on tx (the pool when tx
-	// is nil), and sets t's handle.
+	// bind makes the operations of write transaction t on tx, and sets
+	// t's handle.
 	bind(t *txn, tx *sql.Tx) engineTx
-	// snapshot begins the read transaction in which stats reads every
+	// look runs fn outside any transaction, on a handle of its own: a dry
+	// run, an explanation, another read that needs no snapshot.
+	look(ctx context.Context, fn func(*txn) error) error
+	// snapshot runs fn in the read transaction in which stats reads every
 	// figure: one snapshot, no write lock.
-	snapshot(ctx context.Context) (*sql.Tx, error)
+	snapshot(ctx context.Context, fn func(*txn) error) error
 	// code reads an error of the engine's driver: bd-claim's code for it
 	// and what to do; ok false for an error it does not know.
 	code(err error) (c Code, what string, ok bool)
-	// changes is the database's change signal read on conn: a value that
-	// is new after another connection's commit and stays the same while
-	// nothing is written ("" when it cannot be read).
-	changes(ctx context.Context, conn *sql.Conn) string
+	// watch opens the database's change signal: a value that is new after
+	// another connection's commit and stays the same while nothing is
+	// written ("" when it cannot be read); stop closes what it opened.
+	watch(ctx context.Context) (signal func() string, stop func(), err error)
 	close() error
 }
 

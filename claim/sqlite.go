@@ -155,7 +155,7 @@ func (e *sqliteEngine) ahead(ctx context.Context, req Request) ([]string, deck, 
 	d := deck{at: time.Now()}
 	d.place, _ = e.queue().Deck(e.queueWait()) // a missed deck leaves no time for the turn
 	var ids []string
-	err := e.look(ctx, "claim an issue", func(t *txn) error {
+	err := e.Store.look(ctx, "claim an issue", func(t *txn) error {
 		// Without the failure policy's rules: the lookups they make per
 		// candidate were half of this read, and inside the lock firstOf
 		// checks the candidates against every rule anyway.
@@ -170,14 +170,24 @@ func (e *sqliteEngine) ahead(ctx context.Context, req Request) ([]string, deck, 
 }
 
 func (e *sqliteEngine) bind(t *txn, tx *sql.Tx) engineTx {
-	t.on(e.stmts.On(tx)) // each statement is prepared once
+	t.on(e.stmts.On(tx)) // each statement is prepared once; nil tx: the pool
 	return sqliteTx{t, e}
+}
+
+// look runs fn on the pool.
+func (e *sqliteEngine) look(ctx context.Context, fn func(*txn) error) error {
+	return fn(e.txn(ctx, nil))
 }
 
 // snapshot is a deferred BEGIN: a read that waits for no writer (the pool
 // begins write transactions with BEGIN IMMEDIATE).
-func (e *sqliteEngine) snapshot(ctx context.Context) (*sql.Tx, error) {
-	return e.conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+func (e *sqliteEngine) snapshot(ctx context.Context, fn func(*txn) error) error {
+	tx, err := e.conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(e.txn(ctx, tx))
 }
 
 func (e *sqliteEngine) code(err error) (Code, string, bool) { return sqliteCode(err) }
@@ -202,11 +212,18 @@ func sqliteCode(err error) (Code, string, bool) {
 	return c.code, c.what, ok
 }
 
-// changes is PRAGMA data_version: one counter, no query.
-func (e *sqliteEngine) changes(ctx context.Context, conn *sql.Conn) string {
-	var v string // the counter, as text
-	_ = conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
-	return v
+// watch reads PRAGMA data_version, one counter and no query, on a
+// connection of its own: the counter is per connection.
+func (e *sqliteEngine) watch(ctx context.Context) (func() string, func(), error) {
+	conn, err := e.conn.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func() string {
+		var v string // the counter, as text
+		_ = conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
+		return v
+	}, func() { conn.Close() }, nil
 }
 
 // sqliteTx is one transaction on a SQLite workspace.

@@ -79,14 +79,11 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		ExpiredLeases: []Expired{}, Backoff: []Backoff{}, Abandoned: []Abandoned{},
 		Policy: PolicyJSON{p.BackoffInitial.String(), p.BackoffMultiplier, p.BackoffMax.String(), p.MaxFailures, p.AbandonedLabel},
 	}
-	tx, err := s.eng.snapshot(ctx) // a read: one snapshot for every figure, no write lock
-	if err != nil {
-		return st, s.classify(err, "read the stats")
-	}
-	defer tx.Rollback()
-	t := s.txn(ctx, tx)
-	st.At = t.now.UTC()
-	return st, s.classify(t.stats(&st), "read the stats")
+	err := s.eng.snapshot(ctx, func(t *txn) error { // a read: one snapshot for every figure, no write lock
+		st.At = t.now.UTC()
+		return t.stats(&st)
+	})
+	return st, s.classify(err, "read the stats")
 }
 
 func (t *txn) stats(st *Stats) error {

@@ -67,11 +67,16 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 		o.Policy = &DefaultPolicy
 	}
 	s := &Store{Workspace: ws, now: o.Now, policy: *o.Policy}
-	open := openSQLite
-	if ws.Dolt != nil {
-		open = openDolt
+	var err error
+	switch {
+	case ws.Dolt != nil:
+		err = openDolt(ctx, s, newServerLink(ws.Dolt, ws.BeadsDir, o.BusyTimeout), ws.Dolt.ProjectID)
+	case ws.Embedded != nil:
+		err = openDolt(ctx, s, newEmbeddedLink(ws.Embedded, ws.BeadsDir, o.BusyTimeout), ws.Embedded.ProjectID)
+	default:
+		err = openSQLite(ctx, s, o)
 	}
-	if err := open(ctx, s, o); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -98,13 +103,16 @@ type txn struct {
 	try       int      // which try of the write transaction this is, from 1 (0: a read)
 }
 
-// txn starts operation t on tx (the pool when tx is nil), at the clock's
-// time.
+// txn starts write transaction t on tx, at the clock's time.
 func (s *Store) txn(ctx context.Context, tx *sql.Tx) *txn {
-	t := &txn{Store: s, ctx: ctx, now: s.now()}
+	t := s.newTxn(ctx)
 	t.x = s.eng.bind(t, tx)
 	return t
 }
+
+// newTxn is an operation at the clock's time, without a handle yet: the
+// engine sets it (txn.on) and its operations (txn.x).
+func (s *Store) newTxn(ctx context.Context) *txn { return &txn{Store: s, ctx: ctx, now: s.now()} }
 
 // on sets t's handle: h, through the test faults when there are any.
 func (t *txn) on(h db.DBTX) {
@@ -124,10 +132,10 @@ func (t *txn) done() {
 // classify is classify with the Store's engine's reading of its errors.
 func (s *Store) classify(err error, doing string) error { return classify(err, doing, s.eng.code) }
 
-// look runs fn on the pool, outside any transaction: a dry run or
+// look runs fn outside any transaction (engine.look): a dry run or
 // another read that needs no snapshot.
 func (s *Store) look(ctx context.Context, doing string, fn func(t *txn) error) error {
-	return s.classify(fn(s.txn(ctx, nil)), doing)
+	return s.classify(s.eng.look(ctx, fn), doing)
 }
 
 // write is the one shape of every write of the claim lifecycle: the

@@ -22,12 +22,11 @@ const (
 // cancelled (INTERRUPTED). Each look is a read;
 // only a look that finds an issue takes the write lock to claim it.
 func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
-	// SQLite's signal is per connection: watch it on one.
-	conn, err := s.conn.Conn(ctx)
+	changes, stop, err := s.eng.watch(ctx)
 	if err != nil {
 		return Result{}, s.classify(err, "wait for an issue")
 	}
-	defer conn.Close()
+	defer stop()
 	deadline := time.NewTimer(req.Wait)
 	defer deadline.Stop()
 	tick := time.NewTimer(time.Hour)
@@ -35,7 +34,7 @@ func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 	look := req
 	look.DryRun = true
 	for {
-		seen, looked := s.eng.changes(ctx, conn), time.Now()
+		seen, looked := changes(), time.Now()
 		res, err := s.claimOnce(ctx, look)
 		if err == nil && res.Issue != nil && !req.DryRun {
 			res, err = s.claimOnce(ctx, req) // another agent may win it: then wait on
@@ -59,7 +58,7 @@ func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 				return res, nil
 			case <-tick.C:
 			}
-			if s.eng.changes(ctx, conn) != seen || time.Since(looked) >= waitLookEvery {
+			if changes() != seen || time.Since(looked) >= waitLookEvery {
 				break
 			}
 		}

@@ -21,18 +21,18 @@ func TestDoltChangesSignal(t *testing.T) {
 	ctx := context.Background()
 	insertLabelled(t, db, w.Prefix+"-a", "a")
 	s := openDoltAt(t, w, 0, Options{})
-	conn, err := s.conn.Conn(ctx)
+	changes, stop, err := s.eng.watch(ctx)
 	assert.NilError(t, err)
-	defer conn.Close()
-	seen := s.eng.changes(ctx, conn)
+	defer stop()
+	seen := changes()
 	assert.Equal(t, len(seen), 32, "a Dolt hash: %q", seen)
 	same := func(why string) {
 		t.Helper()
-		assert.Equal(t, s.eng.changes(ctx, conn), seen, why)
+		assert.Equal(t, changes(), seen, why)
 	}
 	changed := func(why string) {
 		t.Helper()
-		now := s.eng.changes(ctx, conn)
+		now := changes()
 		assert.Assert(t, now != seen && now != "", "%s: still %q", why, now)
 		seen = now
 	}

@@ -16,9 +16,11 @@ type Workspace struct {
 	BeadsDir string `json:"beads_dir,omitempty"`
 	DBPath   string `json:"db_path"` // the SQLite file, or the Dolt server's database as mysql://user@host:port/database
 	Source   string `json:"source"`  // which rule found it: --db, BD_DB, --dsn, BD_CLAIM_DSN, BEADS_DIR, BEADS_DB or walk
-	// Dolt is the server of a Dolt workspace (bd v1.3.x server mode); nil
-	// for a SQLite workspace.
-	Dolt *DoltServer `json:"dolt_server,omitempty"`
+	// Dolt is the server of a Dolt workspace (bd v1.3.x server mode);
+	// Embedded the database of one in embedded mode (bd v1.3's default).
+	// Both are nil for a SQLite workspace.
+	Dolt     *DoltServer   `json:"dolt_server,omitempty"`
+	Embedded *EmbeddedDolt `json:"dolt_embedded,omitempty"`
 }
 
 // Locate says where to look for a workspace.

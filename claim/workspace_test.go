@@ -297,13 +297,13 @@ func TestFindWorkspace(t *testing.T) {
 			name:   "Dolt backend in metadata.json, embedded mode",
 			files:  map[string]string{"ws/.beads/metadata.json": `{"database":"beads.db","backend":"Dolt"}`, "ws/.beads/beads.db": "x"},
 			locate: func(d string) claim.Locate { return claim.Locate{Start: filepath.Join(d, "ws")} },
-			want:   want{code: claim.ESchema, msg: []string{"is a Dolt workspace in embedded mode", "bd-claim needs server mode"}},
+			want:   want{root: "ws", beadsDir: "ws/.beads", db: "ws/.beads/embeddeddolt/beads", source: "walk"},
 		},
 		{
 			name:   "Dolt directory",
-			files:  map[string]string{"ws/.beads/dolt/": "", "ws/.beads/beads.db": "x"},
+			files:  map[string]string{"ws/.beads/embeddeddolt/": "", "ws/.beads/beads.db": "x"},
 			locate: func(d string) claim.Locate { return claim.Locate{Start: filepath.Join(d, "ws")} },
-			want:   want{code: claim.ESchema, msg: []string{"is a Dolt workspace in embedded mode"}},
+			want:   want{root: "ws", beadsDir: "ws/.beads", db: "ws/.beads/embeddeddolt/beads", source: "walk"},
 		},
 		{
 			name: "the single other *.db, ignoring backups and vc.db",
@@ -348,7 +348,11 @@ func TestFindWorkspace(t *testing.T) {
 				}
 				return filepath.Join(dir, filepath.FromSlash(rel))
 			}
-			assert.DeepEqual(t, ws, claim.Workspace{Root: abs(tc.want.root), BeadsDir: abs(tc.want.beadsDir), DBPath: abs(tc.want.db), Source: tc.want.source})
+			want := claim.Workspace{Root: abs(tc.want.root), BeadsDir: abs(tc.want.beadsDir), DBPath: abs(tc.want.db), Source: tc.want.source}
+			if ws.Embedded != nil {
+				want.Embedded = &claim.EmbeddedDolt{Dir: filepath.Dir(want.DBPath), Database: filepath.Base(want.DBPath)}
+			}
+			assert.DeepEqual(t, ws, want)
 		})
 	}
 }

@@ -107,3 +107,32 @@ func SQLiteWorkspace(t testing.TB, version string) *BdWorkspace {
 
 // As is the same workspace with bd acting as another actor (BD_ACTOR).
 func (w *BdWorkspace) As(actor string) *BdWorkspace { return &BdWorkspace{w.as(actor)} }
+
+// EmbeddedWorkspace makes a new workspace in bd v1.3.0's default mode,
+// embedded Dolt: `git init`, then a plain `bd init --prefix prefix`, which
+// puts the database in .beads/embeddeddolt/<prefix>. bd runs as actor
+// bd-test unless told otherwise (As). Under -short, it skips.
+func EmbeddedWorkspace(t testing.TB, prefix string) *BdWorkspace {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the real bd v1.3.0 (skipped under -short)")
+	}
+	if _, err := os.Stat(BdDoltBin()); err != nil {
+		t.Fatalf("%v: the embedded Dolt tests need bd v1.3.0: run `make dolt`", err)
+	}
+	home := t.TempDir()
+	gitconfig := "[user]\n\tname = bd-test\n\temail = bd-test@example.invalid\n[init]\n\tdefaultBranch = main\n"
+	assert.NilError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644))
+	w := &BdWorkspace{BdRunner{t: t, bin: BdDoltBin(), actorVar: "BEADS_ACTOR", Dir: t.TempDir(), Env: []string{
+		"HOME=" + home,
+		"PATH=" + os.Getenv("PATH"), // for git
+		"TZ=UTC",
+		"BEADS_ACTOR=bd-test",
+		"BD_DISABLE_METRICS=1", "DO_NOT_TRACK=1", "DOLT_METRICS_DISABLED=1",
+		"BD_NO_PAGER=1", "NO_COLOR=1",
+		"GIT_CONFIG_NOSYSTEM=1",
+	}}}
+	icmd.RunCmd(icmd.Command("git", "init", "-q"), icmd.Dir(w.Dir), icmd.WithEnv(w.Env...)).Assert(t, icmd.Success)
+	w.OK("init", "--prefix", prefix, "--non-interactive", "--skip-hooks", "--skip-agents", "--quiet")
+	return w
+}

@@ -11,6 +11,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"strings"
 	"syscall"
@@ -69,24 +70,37 @@ type Kind int
 
 // The kinds of error bd-claim tells apart.
 const (
-	Other        Kind = iota
-	LoginRefused      // a wrong user or password, or a database the user may not use
-	WriteDenied       // a write, or a procedure, the user may not run; a read-only server
-	NoDatabase        // no such database on the server
-	Conflict          // Dolt's optimistic commit failed the transaction (IsConflict)
-	Unreachable       // refused, dropped or timed out: no answer from the server
+	Other           Kind = iota
+	LoginRefused         // a wrong user or password, or a database the user may not use
+	WriteDenied          // a write, or a procedure, the user may not run; a read-only server
+	NoDatabase           // no such database on the server
+	Conflict             // Dolt's optimistic commit failed the transaction (IsConflict)
+	Unreachable          // refused, dropped or timed out: no answer from the server
+	EngineLocked         // the embedded engine stayed locked by another process past the wait (Locked)
+	MaintenanceHeld      // a workspace gate is held exclusively (*Maintenance)
+	NotBuiltIn           // an embedded database, and a build without the embedded engine (ErrNotBuiltIn)
 )
+
+// ErrNotBuiltIn is OpenEmbedded in a build without the embedded engine.
+var ErrNotBuiltIn = errors.New("this bd-claim is built without the embedded Dolt engine")
 
 // KindOf reads err: Other for an error the server did not send, or one
 // that needs no telling apart.
 func KindOf(err error) Kind {
 	var op *net.OpError
+	var m *Maintenance
 	switch n := Number(err); {
+	case Locked(err):
+		return EngineLocked
+	case errors.As(err, &m):
+		return MaintenanceHeld
+	case errors.Is(err, ErrNotBuiltIn):
+		return NotBuiltIn
 	case n == NumAccessDenied || n == NumDBAccessDenied:
 		return LoginRefused
 	case n == NumTableDenied || n == NumProcDenied || n == NumReadOnly || (n == NumUnknown && strings.Contains(err.Error(), "denied to user")):
 		return WriteDenied
-	case n == NumUnknownDB:
+	case n == NumUnknownDB, errors.Is(err, fs.ErrNotExist):
 		return NoDatabase
 	case IsConflict(err):
 		return Conflict

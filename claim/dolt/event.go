@@ -121,10 +121,10 @@ func IssueOf(r doltdb.IssueSnapshotRow) (Issue, error) {
 		Waiters: jsonStrings(r.Waiters.String), MolType: r.MolType.String, WorkType: r.WorkType.String,
 		EventKind: r.EventKind.String, Actor: r.Actor.String, Target: r.Target.String, Payload: r.Payload.String,
 	}
-	if string(r.Metadata) != "{}" {
-		iss.Metadata = r.Metadata
+	if r.Metadata.Valid && r.Metadata.String != "{}" {
+		iss.Metadata = json.RawMessage(r.Metadata.String)
 	}
-	if err := json.Unmarshal(r.Labels, &iss.Labels); err != nil {
+	if err := json.Unmarshal([]byte(r.Labels), &iss.Labels); err != nil {
 		return Issue{}, fmt.Errorf("labels of %s: %w", r.ID, err)
 	}
 	// bd reads them ORDER BY label; the utf8mb4_0900_bin collation orders by
@@ -261,7 +261,7 @@ func NewEventID(ctx context.Context, q doltdb.DBTX, wisp bool, e Event) (string,
 		OldValue: e.OldValue, NewValue: e.NewValue, Comment: e.Comment, CreatedAt: e.CreatedAt.UTC().Truncate(time.Second),
 	}
 	table := "events"
-	var raw json.RawMessage
+	var raw string
 	var err error
 	if wisp {
 		table = "wisp_events"
@@ -274,7 +274,7 @@ func NewEventID(ctx context.Context, q doltdb.DBTX, wisp bool, e Event) (string,
 		return "", err
 	}
 	var taken []string
-	if err := json.Unmarshal(raw, &taken); err != nil {
+	if err := json.Unmarshal([]byte(raw), &taken); err != nil {
 		return "", fmt.Errorf("ids of same-content events: %w", err)
 	}
 	return firstFreeEventID(table, e, taken), nil

@@ -3,7 +3,6 @@ package dolt
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +84,7 @@ func TestFirstFreeEventID(t *testing.T) {
 func TestDoltIssueOf(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("X", -7200))
 	row := doltdb.IssueSnapshotRow{ID: "x-1", Title: "T", Status: "open", IssueType: "task", CreatedAt: at, UpdatedAt: at,
-		Metadata: json.RawMessage(`{}`), Labels: json.RawMessage(`["b","B","a","ä"]`),
+		Metadata: sql.NullString{String: `{}`, Valid: true}, Labels: `["b","B","a","ä"]`,
 		ExternalRef: null(""), Waiters: null(`["a@x", "b@y"]`), CompactionLevel: sql.NullInt32{Int32: 2, Valid: true},
 		StartedAt: sql.NullTime{Time: at, Valid: true}}
 	iss, err := IssueOf(row)
@@ -100,12 +99,12 @@ func TestDoltIssueOf(t *testing.T) {
 		assert.NilError(t, err)
 		assert.Check(t, is.Nil(iss.Waiters), "waiters %q", waiters)
 	}
-	row.Labels = json.RawMessage(`[]`)
+	row.Labels = `[]`
 	iss, err = IssueOf(row)
 	assert.NilError(t, err)
 	assert.Check(t, !strings.Contains(iss.EventJSON(), "labels"))
 
-	row.Labels = json.RawMessage(`["a",1]`)
+	row.Labels = `["a",1]`
 	_, err = IssueOf(row)
 	assert.ErrorContains(t, err, "labels of x-1: json: cannot unmarshal number")
 }

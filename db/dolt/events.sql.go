@@ -8,7 +8,6 @@ package dolt
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"time"
 )
 
@@ -71,7 +70,7 @@ type EventIDsSameContentParams struct {
 // EventIDsSameContent lists, as a JSON array, the ids of the events rows
 // whose content equals a new row's: bd gives the new row the lowest ordinal
 // whose derived id none of them holds (issueops.InsertDerivedEvent).
-func (q *Queries) EventIDsSameContent(ctx context.Context, db DBTX, arg EventIDsSameContentParams) (json.RawMessage, error) {
+func (q *Queries) EventIDsSameContent(ctx context.Context, db DBTX, arg EventIDsSameContentParams) (string, error) {
 	row := db.QueryRowContext(ctx, eventIDsSameContent,
 		arg.IssueID,
 		arg.EventType,
@@ -81,7 +80,7 @@ func (q *Queries) EventIDsSameContent(ctx context.Context, db DBTX, arg EventIDs
 		arg.Comment,
 		arg.CreatedAt,
 	)
-	var ids json.RawMessage
+	var ids string
 	err := row.Scan(&ids)
 	return ids, err
 }

@@ -8,7 +8,6 @@ package dolt
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"time"
 )
 
@@ -150,9 +149,9 @@ SELECT CAST(COALESCE(JSON_ARRAYAGG(c.claim), '[]') AS JSON) AS claims FROM (
 // string (a JSON number loses a 64-bit integer's last digits) and the
 // lease's times as RFC 3339 (they are UTC). A wisp has no lease: its
 // claimed_at is the time of its last claimed event in wisp_events.
-func (q *Queries) IssueInProgressClaims(ctx context.Context, db DBTX) (json.RawMessage, error) {
+func (q *Queries) IssueInProgressClaims(ctx context.Context, db DBTX) (string, error) {
 	row := db.QueryRowContext(ctx, issueInProgressClaims)
-	var claims json.RawMessage
+	var claims string
 	err := row.Scan(&claims)
 	return claims, err
 }
@@ -266,14 +265,14 @@ type IssueSnapshotRow struct {
 	DeferUntil         sql.NullTime
 	WorkType           sql.NullString
 	SourceSystem       sql.NullString
-	Metadata           json.RawMessage
+	Metadata           sql.NullString
 	RowLock            int64
 	StorageClass       sql.NullString
 	ContentHash        sql.NullString
 	LeaseExpiresAt     sql.NullTime
 	HeartbeatAt        sql.NullTime
 	GrantedNode        sql.NullString
-	Labels             json.RawMessage
+	Labels             string
 }
 
 // IssueSnapshot reads an issue as bd's GetIssueInTx does before a claim: the

@@ -8,7 +8,6 @@ package dolt
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"time"
 )
 
@@ -94,7 +93,7 @@ type WispEventIDsSameContentParams struct {
 }
 
 // WispEventIDsSameContent is EventIDsSameContent in wisp_events.
-func (q *Queries) WispEventIDsSameContent(ctx context.Context, db DBTX, arg WispEventIDsSameContentParams) (json.RawMessage, error) {
+func (q *Queries) WispEventIDsSameContent(ctx context.Context, db DBTX, arg WispEventIDsSameContentParams) (string, error) {
 	row := db.QueryRowContext(ctx, wispEventIDsSameContent,
 		arg.IssueID,
 		arg.EventType,
@@ -104,7 +103,7 @@ func (q *Queries) WispEventIDsSameContent(ctx context.Context, db DBTX, arg Wisp
 		arg.Comment,
 		arg.CreatedAt,
 	)
-	var ids json.RawMessage
+	var ids string
 	err := row.Scan(&ids)
 	return ids, err
 }
@@ -207,14 +206,14 @@ type WispSnapshotRow struct {
 	DeferUntil         sql.NullTime
 	WorkType           sql.NullString
 	SourceSystem       sql.NullString
-	Metadata           json.RawMessage
+	Metadata           sql.NullString
 	RowLock            int64
 	StorageClass       sql.NullString
 	ContentHash        sql.NullString
 	LeaseExpiresAt     sql.NullTime
 	HeartbeatAt        sql.NullTime
 	GrantedNode        sql.NullString
-	Labels             json.RawMessage
+	Labels             string
 }
 
 // WispSnapshot is IssueSnapshot for a wisp: bd's GetIssueInTx reads the

@@ -1,0 +1,191 @@
+package claim
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bdclaim/bd-claim/claim/dolt"
+	"github.com/bdclaim/bd-claim/db"
+	doltdb "github.com/bdclaim/bd-claim/db/dolt"
+)
+
+// doltLink is how the Dolt engine reaches its database, one operation at a
+// time, each under bd's workspace gates held shared (dolt.Gates): a dolt
+// sql-server's pool (serverLink), or the embedded engine, opened for each
+// operation and closed after it (embeddedLink). The SQL is the same.
+type doltLink interface {
+	// open opens a session on the database for one operation, and end
+	// ends it.
+	open(ctx context.Context) (conn *sql.Conn, end func(), err error)
+	// writer opens a connection for one write as the only bd-claim
+	// writer of the database: its queries run through wrap (the tests'
+	// faults), the transaction and the Dolt commit after it included.
+	writer(ctx context.Context, wrap func(db.DBTX) db.DBTX) (*doltWriter, error)
+	// watch opens the database's change signal (engine.watch).
+	watch(ctx context.Context, e *doltEngine) (signal func() string, stop func(), err error)
+	close() error
+}
+
+// doltWriter is a connection for one write; done ends the write (hands the
+// writers' lock on, closes what the link opened for it).
+type doltWriter struct {
+	*sql.Conn
+	h    db.DBTX // the connection, as the Store's queries see it
+	done func()
+}
+
+// wrap is the Store's test faults around h, or h.
+func (e *doltEngine) wrap(h db.DBTX) db.DBTX {
+	if e.faults != nil {
+		return e.faults(h)
+	}
+	return h
+}
+
+// serverLink is a dolt sql-server (bd v1.3 server mode): one pool for the
+// Store's life, and a writers' named lock on the server that bd-claim's
+// writers take turns on.
+type serverLink struct {
+	pool     *sql.DB
+	gates    dolt.Gates
+	name     string // the writers' lock
+	lockWait int32  // seconds a writer waits for it
+}
+
+// newServerLink connects to the server d (lazily: the first query reports
+// an unreachable server) of the workspace whose .beads is beadsDir ("" for
+// a --dsn connection, which has no gates).
+func newServerLink(d *DoltServer, beadsDir string, busy time.Duration) *serverLink {
+	l := &serverLink{pool: dolt.Open(d.config()), name: "bd-claim/" + d.Database, lockWait: lockWait(busy)}
+	if beadsDir != "" {
+		var roots []string
+		if !remote(d.Host) {
+			roots = append(roots, filepath.Join(beadsDir, "dolt")) // a local server's data, as bd gates it
+		}
+		l.gates = dolt.GatesFor(beadsDir, roots...)
+	}
+	return l
+}
+
+// lockWait is how long a writer waits for the writers' lock, in the whole
+// seconds GET_LOCK takes: the busy timeout, rounded up (0 for none).
+func lockWait(busy time.Duration) int32 {
+	return int32(min((max(busy, 0)+time.Second-1)/time.Second, 3600))
+}
+
+func (l *serverLink) open(ctx context.Context) (*sql.Conn, func(), error) {
+	release, err := l.gates.Hold()
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := l.pool.Conn(ctx)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return conn, func() { conn.Close(); release() }, nil
+}
+
+// writer takes a connection of the pool and, on it, the writers' lock:
+// bd-claim's writers take turns, on every machine that shares the server,
+// instead of racing Dolt's optimistic commit (where all but one of a round
+// lose and start again). The lock is only an optimisation: a writer that
+// waited longer than the busy timeout goes on without it, and exclusivity
+// still comes from the compare-and-swap and the commit. A connection whose
+// lock could not be released is discarded: closing it frees the lock.
+func (l *serverLink) writer(ctx context.Context, wrap func(db.DBTX) db.DBTX) (*doltWriter, error) {
+	conn, end, err := l.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &doltWriter{Conn: conn, h: wrap(conn)}
+	q := doltdb.New()
+	taken, err := q.WritersLock(ctx, w.h, doltdb.WritersLockParams{Name: l.name, TimeoutSeconds: l.lockWait})
+	if err != nil {
+		end()
+		return nil, err
+	}
+	w.done = func() {
+		if taken == 1 {
+			if err := q.WritersUnlock(ctx, w.h, l.name); err != nil {
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+		}
+		end()
+	}
+	return w, nil
+}
+
+// watch reads the working set's hash (WorkingSetHash: one round trip, a
+// third to a fifth of a look; BENCHMARKS.md) on a connection of its own,
+// under autocommit, so in a transaction of its own that sees the latest
+// commit (inside a transaction it would keep the snapshot's).
+func (l *serverLink) watch(ctx context.Context, e *doltEngine) (func() string, func(), error) {
+	conn, err := l.pool.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func() string {
+		h, _ := e.dq.WorkingSetHash(ctx, conn)
+		return h
+	}, func() { conn.Close() }, nil
+}
+
+func (l *serverLink) close() error { return l.pool.Close() }
+
+// embeddedLink is an embedded Dolt database (bd v1.3's default mode): the
+// engine runs in the process that opens it and holds the database's files
+// locked while it is open, so it is opened for one operation and closed
+// right after, as bd does, and never held between operations (a waiting
+// claim, the MCP server): every bd process would wait on it. A write and
+// its Dolt commit run in the one session of one open, where bd uses two.
+// While another process has the engine open, an open waits up to the busy
+// timeout.
+type embeddedLink struct {
+	dir, database string
+	gates         dolt.Gates
+	wait          time.Duration
+}
+
+func newEmbeddedLink(e *EmbeddedDolt, beadsDir string, busy time.Duration) *embeddedLink {
+	return &embeddedLink{dir: e.Dir, database: e.Database, gates: dolt.GatesFor(beadsDir, e.Dir), wait: busy}
+}
+
+func (l *embeddedLink) open(ctx context.Context) (*sql.Conn, func(), error) {
+	return dolt.OpenEmbedded(ctx, l.dir, l.database, l.wait, l.gates)
+}
+
+// writer opens the engine: its lock on the database's files makes this the
+// only writer, bd's included, until done closes it.
+func (l *embeddedLink) writer(ctx context.Context, wrap func(db.DBTX) db.DBTX) (*doltWriter, error) {
+	conn, end, err := l.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &doltWriter{Conn: conn, h: wrap(conn), done: end}, nil
+}
+
+// watch looks at the sizes of the database's storage files without opening
+// the engine: the journal grows with every write, and a read changes no
+// size (only times).
+func (l *embeddedLink) watch(context.Context, *doltEngine) (func() string, func(), error) {
+	noms := filepath.Join(l.dir, l.database, ".dolt", "noms")
+	return func() string {
+		entries, _ := os.ReadDir(noms)
+		var b strings.Builder
+		for _, f := range entries {
+			if info, err := f.Info(); err == nil && f.Name() != "LOCK" {
+				b.WriteString(f.Name() + "=" + strconv.FormatInt(info.Size(), 10) + ";")
+			}
+		}
+		return b.String()
+	}, func() {}, nil
+}
+
+func (l *embeddedLink) close() error { return nil }
