@@ -29,7 +29,7 @@ embedded: ## build .bin/bd-claim-embedded: every engine, bd v1.3's embedded Dolt
 
 embedded-test: dolt ## the embedded build's tests: the conformance suite's dolt-embedded setup and the embedded engine's own (coverage into .cover/data when it exists)
 	mkdir -p $(COVER)/data
-	CGO_ENABLED=1 $(GO) test -count=1 -timeout 30m -tags $(EMBEDDED_TAGS) -coverpkg=$(COVERPKG_EMBEDDED) -run 'TestConformance/dolt-embedded|TestEmbedded' ./claim/... -args -test.gocoverdir=$(COVER)/data
+	CGO_ENABLED=1 $(GO) test -count=1 -timeout 30m -tags $(EMBEDDED_TAGS) -covermode=atomic -coverpkg=$(COVERPKG_EMBEDDED) -run 'TestConformance/dolt-embedded|TestEmbedded' ./claim/... ./cli -args -test.gocoverdir=$(COVER)/data
 
 bd: ## build the real bd (every tools/bd-v*) that the interop tests drive
 	@for v in $(BD_VERSIONS); do scripts/build-bd.sh $$v >/dev/null || exit 1; done

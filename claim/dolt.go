@@ -66,9 +66,10 @@ func openDolt(ctx context.Context, s *Store, link doltLink, projectID string) er
 	s.flavor = doltFlavor()
 	e := &doltEngine{Store: s, link: link, dq: doltdb.New(), retry: sqlite.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}}
 	s.eng = e
-	if err := e.check(ctx, projectID); err != nil {
+	err := link.prepare(ctx, func(ctx context.Context, conn *sql.Conn) error { return e.check(ctx, conn, projectID) })
+	if err != nil {
 		link.close()
-		return err
+		return e.classify(err, "read the schema of "+s.Workspace.DBPath)
 	}
 	return nil
 }
@@ -78,18 +79,14 @@ func (e *doltEngine) close() error { return e.link.close() }
 // check refuses a database that is not the workspace's: not a Beads
 // database, another schema than bd v1.3.0's, another project than
 // metadata.json names (SCHEMA_INCOMPATIBLE).
-func (e *doltEngine) check(ctx context.Context, projectID string) error {
+func (e *doltEngine) check(ctx context.Context, conn *sql.Conn, projectID string) error {
 	ws := e.Workspace
-	conn, end, err := e.link.open(ctx)
-	if err == nil {
-		err = dolt.Check(ctx, conn, dolt.Expect{Schema: doltSchema, ProjectID: projectID, Server: ws.DBPath, MetadataDir: ws.BeadsDir})
-		end()
-	}
+	err := dolt.Check(ctx, conn, dolt.Expect{Schema: doltSchema, ProjectID: projectID, Server: ws.DBPath, MetadataDir: ws.BeadsDir})
 	var refused *dolt.Refusal
 	if errors.As(err, &refused) {
 		return Errorf(ESchema, "%s", refused)
 	}
-	return e.classify(err, "read the schema of "+ws.DBPath)
+	return err
 }
 
 // doltFlavor is bd v1.3.0's `bd ready` (sqlbuild.BuildReadyWorkWhere):

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/bdclaim/bd-claim/claim/dolt"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 	"github.com/bdclaim/bd-claim/db"
 	doltdb "github.com/bdclaim/bd-claim/db/dolt"
 )
@@ -20,6 +22,10 @@ import (
 // sql-server's pool (serverLink), or the embedded engine, opened for each
 // operation and closed after it (embeddedLink). The SQL is the same.
 type doltLink interface {
+	// prepare has check (the open check of the schema and the project)
+	// run on the database: at once (a server), or in the session of the
+	// first operation (embedded: one open of the engine fewer).
+	prepare(ctx context.Context, check func(context.Context, *sql.Conn) error) error
 	// open opens a session on the database for one operation, and end
 	// ends it.
 	open(ctx context.Context) (conn *sql.Conn, end func(), err error)
@@ -77,6 +83,15 @@ func newServerLink(d *DoltServer, beadsDir string, busy time.Duration) *serverLi
 // seconds GET_LOCK takes: the busy timeout, rounded up (0 for none).
 func lockWait(busy time.Duration) int32 {
 	return int32(min((max(busy, 0)+time.Second-1)/time.Second, 3600))
+}
+
+func (l *serverLink) prepare(ctx context.Context, check func(context.Context, *sql.Conn) error) error {
+	conn, end, err := l.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	return check(ctx, conn)
 }
 
 func (l *serverLink) open(ctx context.Context) (*sql.Conn, func(), error) {
@@ -146,19 +161,45 @@ func (l *serverLink) close() error { return l.pool.Close() }
 // claim, the MCP server): every bd process would wait on it. A write and
 // its Dolt commit run in the one session of one open, where bd uses two.
 // While another process has the engine open, an open waits up to the busy
-// timeout.
+// timeout. bd-claim's processes take turns on it in a writers' queue
+// (sqlite.Queue: the next is woken the moment the last leaves), so that
+// only one of them at a time polls the engine's lock beside bd's.
 type embeddedLink struct {
 	dir, database string
 	gates         dolt.Gates
 	wait          time.Duration
+	queue         *sqlite.Queue
+	check         func(context.Context, *sql.Conn) error
+	checked       atomic.Bool
 }
 
 func newEmbeddedLink(e *EmbeddedDolt, beadsDir string, busy time.Duration) *embeddedLink {
-	return &embeddedLink{dir: e.Dir, database: e.Database, gates: dolt.GatesFor(beadsDir, e.Dir), wait: busy}
+	return &embeddedLink{dir: e.Dir, database: e.Database, gates: dolt.GatesFor(beadsDir, e.Dir), wait: busy,
+		queue: sqlite.OpenQueue(sqlite.QueueDir(), e.Dir)}
 }
 
+func (l *embeddedLink) prepare(_ context.Context, check func(context.Context, *sql.Conn) error) error {
+	l.check = check
+	return nil
+}
+
+// open takes its turn in the queue and opens the engine, both within the
+// busy timeout, and runs the open check in the first session.
 func (l *embeddedLink) open(ctx context.Context) (*sql.Conn, func(), error) {
-	return dolt.OpenEmbedded(ctx, l.dir, l.database, l.wait, l.gates)
+	deadline := time.Now().Add(l.wait)
+	leave, _ := l.queue.Enter(l.wait) // a missed turn goes on without it
+	conn, end, err := dolt.OpenEmbedded(ctx, l.dir, l.database, time.Until(deadline), l.gates)
+	if err == nil && !l.checked.Load() {
+		if err = l.check(ctx, conn); err != nil {
+			end()
+		}
+		l.checked.Store(err == nil)
+	}
+	if err != nil {
+		leave()
+		return nil, nil, err
+	}
+	return conn, func() { end(); leave() }, nil
 }
 
 // writer opens the engine: its lock on the database's files makes this the
@@ -188,4 +229,4 @@ func (l *embeddedLink) watch(context.Context, *doltEngine) (func() string, func(
 	}, func() {}, nil
 }
 
-func (l *embeddedLink) close() error { return nil }
+func (l *embeddedLink) close() error { l.queue.Close(); return nil }

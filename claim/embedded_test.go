@@ -6,6 +6,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -87,7 +89,8 @@ func TestEmbeddedNoMetrics(t *testing.T) {
 	assert.Assert(t, !found, "the driver stamped dolt_embedded_metrics: it tried to send a usage event")
 }
 
-// An embedded workspace whose database is gone: DB_NOT_FOUND, whether the
+// An embedded workspace whose database is gone: the first operation (the
+// open check runs in its session) fails DB_NOT_FOUND, whether the
 // database's directory or all of .beads/embeddeddolt is missing.
 func TestEmbeddedNoDatabase(t *testing.T) {
 	w := claimtest.EmbeddedWorkspace(t, "nd")
@@ -95,9 +98,92 @@ func TestEmbeddedNoDatabase(t *testing.T) {
 	assert.NilError(t, err)
 	other := ws
 	other.Embedded = &claim.EmbeddedDolt{Dir: ws.Embedded.Dir, Database: "nosuch"}
-	_, err = claim.Open(context.Background(), other, claim.Options{})
+	claimIn := func(ws claim.Workspace) error {
+		s, err := claim.Open(context.Background(), ws, claim.Options{})
+		assert.NilError(t, err)
+		defer s.Close()
+		_, err = s.Claim(context.Background(), claim.Request{Agent: "a"})
+		return err
+	}
+	err = claimIn(other)
 	assert.Equal(t, claim.ErrorCode(err), claim.EDBNotFound, "%v", err)
 	assert.NilError(t, os.RemoveAll(ws.Embedded.Dir))
-	_, err = claim.Open(context.Background(), ws, claim.Options{})
+	err = claimIn(ws)
 	assert.Equal(t, claim.ErrorCode(err), claim.EDBNotFound, "%v", err)
+}
+
+// inspect runs fn on the embedded database of w, opened in this process
+// and closed before fn returns, so that bd and bd-claim can open it again.
+func inspect(t *testing.T, w *claimtest.BdWorkspace, fn func(q claimtest.Querier)) {
+	t.Helper()
+	ws, err := claim.FindWorkspace(claim.Locate{Start: w.Dir, Getenv: w.Getenv})
+	assert.NilError(t, err)
+	conn, end, err := dolt.OpenEmbedded(context.Background(), ws.Embedded.Dir, ws.Embedded.Database, 10*time.Second, nil)
+	assert.NilError(t, err)
+	defer end()
+	fn(conn)
+}
+
+// Embedded twins: one issue claimed by `bd update --claim`, its twin by
+// bd-claim --id, as the same agent. The same cells change, with the same
+// values where they do not depend on the time; the leases rows are bd's
+// 5 minutes; the claimed events have the same shape; each claim is one
+// Dolt commit of the issues table, by bd's author with bd's message, of
+// one row and five cells.
+func TestEmbeddedTwins(t *testing.T) {
+	w := claimtest.EmbeddedWorkspace(t, "tw")
+	cw := &confWorkspace{&w.BdRunner}
+	a := cw.create(t, "twin", "-p", "1", "-l", "backend", "-d", "the same description")
+	b := cw.create(t, "twin", "-p", "1", "-l", "backend", "-d", "the same description")
+	cells := func(id string) map[string]string {
+		var out map[string]string
+		inspect(t, w, func(q claimtest.Querier) {
+			cols := claimtest.Strings(t, q, "SELECT column_name FROM information_schema.columns WHERE table_name = 'issues' AND table_schema = DATABASE() ORDER BY ordinal_position")
+			out = map[string]string{}
+			for _, c := range cols {
+				v := claimtest.Strings(t, q, "SELECT COALESCE(CAST(`"+c+"` AS CHAR), 'NULL') FROM issues WHERE id = ?", id)
+				out[c] = v[0]
+			}
+		})
+		return out
+	}
+	changed := func(before, after map[string]string) []string {
+		var out []string
+		for k, v := range after {
+			if before[k] != v {
+				out = append(out, k)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	beforeA, beforeB := cells(a), cells(b)
+	time.Sleep(1100 * time.Millisecond) // a later second: updated_at changes
+	w.As("agent-1").OK("update", a, "--claim", "--json")
+	time.Sleep(1100 * time.Millisecond)
+	s := openAt(t, w.Dir, w.Getenv, claim.Options{})
+	_, err := s.Claim(context.Background(), claim.Request{Agent: "agent-1", ID: b})
+	assert.NilError(t, err)
+	afterA, afterB := cells(a), cells(b)
+	assert.DeepEqual(t, changed(beforeA, afterA), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
+	assert.DeepEqual(t, changed(beforeB, afterB), changed(beforeA, afterA))
+	for _, c := range []string{"assignee", "status", "content_hash", "is_blocked"} {
+		assert.Equal(t, afterB[c], afterA[c], c)
+	}
+	inspect(t, w, func(q claimtest.Querier) {
+		// bd's lease is 300 s to the second; bd-claim's expiry is rounded
+		// to the second as the DATETIME(0) column stores it, as on a server.
+		for id, ttl := range map[string][]string{a: {"300"}, b: {"300", "301"}} {
+			lease := claimtest.Strings(t, q, "SELECT CONCAT_WS('/', holder, granted_node, TIMESTAMPDIFF(SECOND, granted_at, lease_expires_at)) FROM leases WHERE issue_id = ?", id)
+			assert.Assert(t, len(lease) == 1 && slices.Contains(ttl, strings.TrimPrefix(lease[0], "agent-1//")), "%s: %v", id, lease)
+			assert.DeepEqual(t, claimtest.Strings(t, q, "SELECT CONCAT_WS('/', event_type, actor, new_value, COALESCE(comment, 'NULL')) FROM events WHERE issue_id = ? AND event_type = 'claimed'", id),
+				[]string{`claimed/agent-1/{"assignee":"agent-1","status":"in_progress"}/NULL`})
+		}
+		assert.DeepEqual(t, claimtest.Strings(t, q, "SELECT CONCAT_WS('/', message, committer, email) FROM dolt_log LIMIT 2"),
+			[]string{"bd: update " + b + "/beads/beads@local", "bd: update " + a + "/beads/beads@local"})
+		for _, r := range []string{"HEAD~1", "HEAD"} {
+			assert.DeepEqual(t, claimtest.Strings(t, q, "SELECT CONCAT_WS(' ', table_name, rows_modified, cells_modified) FROM dolt_diff_stat('"+r+"~1', '"+r+"')"),
+				[]string{"issues 1 5"})
+		}
+	})
 }

@@ -37,7 +37,8 @@ func TestMain(m *testing.M) {
 	binary = filepath.Join(tmp, "bd-claim")
 	queueDir = filepath.Join(tmp, "run")
 	_ = os.Mkdir(queueDir, 0o700)
-	pkgs, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", claimtest.Root()).Output()
+	tags := "-tags=" + buildSetting("-tags") // the build of the tests' binary is this test binary's: the embedded one under make embedded-test
+	pkgs, err := exec.Command("go", "list", tags, "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", claimtest.Root()).Output()
 	if err != nil {
 		panic(err)
 	}
@@ -47,11 +48,12 @@ func TestMain(m *testing.M) {
 			own = append(own, p)
 		}
 	}
-	args := []string{"build", "-cover", "-coverpkg=" + strings.Join(own, ","), "-o", binary}
-	if !testing.Short() || raceEnabled() {
-		// A plain -short run builds without: no race build of every
-		// dependency (SQLite included), and the hundreds of processes the
-		// tests start run several times faster.
+	args := []string{"build", tags, "-cover", "-covermode=atomic", "-coverpkg=" + strings.Join(own, ","), "-o", binary}
+	if raceEnabled() {
+		// A run without -race (go test -short, make embedded-test) builds
+		// without: no race build of every dependency (SQLite, Dolt), and
+		// the hundreds of processes the tests start run several times
+		// faster.
 		args = append(args, "-race")
 	}
 	build := exec.Command("go", append(args, ".")...)
@@ -65,17 +67,17 @@ func TestMain(m *testing.M) {
 }
 
 // raceEnabled says whether this test binary was built with -race.
-func raceEnabled() bool {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return true // unknown: keep -race
-	}
+func raceEnabled() bool { return buildSetting("-race") == "true" }
+
+// buildSetting is a setting of this test binary's build ("" when unset).
+func buildSetting(key string) string {
+	info, _ := debug.ReadBuildInfo() // a test binary has it
 	for _, s := range info.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
+		if s.Key == key {
+			return s.Value
 		}
 	}
-	return false
+	return ""
 }
 
 // run runs the built bd-claim in dir with exactly the environment given
