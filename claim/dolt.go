@@ -404,7 +404,11 @@ func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*t
 	var x *doltTx
 	t, err := e.tx(ctx, w, e.retry, doltRetryable, func(t *txn) error {
 		x = t.x.(*doltTx)
-		return fn(t)
+		err := fn(t)
+		if err == nil && w.inTx {
+			err = x.doltCommit(ctx, t.conn) // it commits the transaction too: both land, or neither
+		}
+		return err
 	})
 	if err != nil && x != nil && x.landed != nil && lostCommit(err) {
 		if err = e.landed(ctx, x, err); err == nil {
@@ -418,14 +422,10 @@ func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*t
 		return err
 	}
 	t.done()
-	message := x.commit
-	if message == "" && x.reclaimed > 0 {
-		message = fmt.Sprintf("bd: reclaim %d expired lease(s)", x.reclaimed)
-	}
-	if message == "" {
+	if w.inTx {
 		return nil
 	}
-	if err := dolt.Commit(ctx, w.h, message, doltAuthor, x.labels); err != nil {
+	if err := x.doltCommit(ctx, w.h); err != nil {
 		err = e.classify(err, doing)
 		var ce *Error
 		if errors.As(err, &ce) {
@@ -434,6 +434,20 @@ func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*t
 		return err
 	}
 	return nil
+}
+
+// doltCommit makes the Dolt commit bd makes for the write on h: the
+// message of its move (doltTx.commit), else of the expired claims it ended
+// (bd reclaim's); none for a write bd makes none for (a heartbeat).
+func (x *doltTx) doltCommit(ctx context.Context, h db.DBTX) error {
+	message := x.commit
+	if message == "" && x.reclaimed > 0 {
+		message = fmt.Sprintf("bd: reclaim %d expired lease(s)", x.reclaimed)
+	}
+	if message == "" {
+		return nil
+	}
+	return dolt.Commit(ctx, h, message, doltAuthor, x.labels)
 }
 
 // ahead: a Dolt claim reads its candidates in its transaction, on the

@@ -44,6 +44,11 @@ type doltWriter struct {
 	*sql.Conn
 	h    db.DBTX // the connection, as the Store's queries see it
 	done func()
+	// inTx makes the Dolt commit inside the write's transaction, where
+	// DOLT_COMMIT commits the transaction with it: the write and its Dolt
+	// commit land together or not at all. Else it follows the SQL commit,
+	// on the same connection, as bd's server mode makes it.
+	inTx bool
 }
 
 // wrap is the Store's test faults around h, or h.
@@ -159,7 +164,9 @@ func (l *serverLink) close() error { return l.pool.Close() }
 // locked while it is open, so it is opened for one operation and closed
 // right after, as bd does, and never held between operations (a waiting
 // claim, the MCP server): every bd process would wait on it. A write and
-// its Dolt commit run in the one session of one open, where bd uses two.
+// its Dolt commit are one transaction of one session (doltWriter.inTx),
+// where bd uses two sessions: a process killed between them cannot leave
+// a claim without its Dolt commit.
 // While another process has the engine open, an open waits up to the busy
 // timeout. bd-claim's processes take turns on it in a writers' queue
 // (sqlite.Queue: the next is woken the moment the last leaves), so that
@@ -209,7 +216,7 @@ func (l *embeddedLink) writer(ctx context.Context, wrap func(db.DBTX) db.DBTX) (
 	if err != nil {
 		return nil, err
 	}
-	return &doltWriter{Conn: conn, h: wrap(conn), done: end}, nil
+	return &doltWriter{Conn: conn, h: wrap(conn), done: end, inTx: true}, nil
 }
 
 // watch looks at the sizes of the database's storage files without opening

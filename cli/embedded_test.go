@@ -6,7 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,7 +42,10 @@ func embeddedIssues(t *testing.T, w *claimtest.BdWorkspace, prefix string, n int
 // Embedded Dolt: 16 bd-claim processes and 8 `bd ready --claim` processes
 // drain one workspace of 40 issues: every issue is claimed once, by its
 // assignee, and no more of bd's processes fail than in a round of bd alone
-// (8 bd processes on 40 issues, no bd-claim), within a quarter (noise).
+// (8 bd processes on 40 issues, no bd-claim), within a quarter (noise). A
+// bd-claim process that finds the engine busy past its timeout (exit 4,
+// retry later: on a loaded machine) tries again, as an agent's loop does;
+// the test logs how often.
 func TestEmbeddedRaceWithBd(t *testing.T) {
 	_, aloneFailed := embeddedRace(t, "solo", 8, 0)
 	claims, failed := embeddedRace(t, "mix", 8, 16)
@@ -57,13 +63,19 @@ func embeddedRace(t *testing.T, prefix string, bds, claimers int) (map[string][]
 	embeddedIssues(t, w, prefix, 40)
 	var mu sync.Mutex
 	claims := map[string][]string{}
-	failed := 0
+	failed, busy := 0, 0
 	var wg sync.WaitGroup
 	for p := range claimers {
 		wg.Go(func() {
 			agent := fmt.Sprint("claim-", p)
 			for {
 				r := run(t, w.Dir, w.Env, "--agent", agent, "--quiet")
+				if r.ExitCode == 4 { // retry later, as an agent's loop does
+					mu.Lock()
+					busy++
+					mu.Unlock()
+					continue
+				}
 				if r.ExitCode != 0 {
 					assert.Check(t, r.ExitCode == 3, r.Combined())
 					return
@@ -97,6 +109,7 @@ func embeddedRace(t *testing.T, prefix string, bds, claimers int) (map[string][]
 		})
 	}
 	wg.Wait()
+	t.Logf("%s: bd-claim processes that found the engine busy past --timeout-ms (exit 4) and tried again: %d", prefix, busy)
 	for id, agents := range claims {
 		assert.Equal(t, len(agents), 1, "%s claimed by %v", id, agents)
 		var shown []struct{ Assignee string }
@@ -104,4 +117,59 @@ func embeddedRace(t *testing.T, prefix string, bds, claimers int) (map[string][]
 		assert.Equal(t, shown[0].Assignee, agents[0], id)
 	}
 	return claims, failed
+}
+
+// kill -9 of claim processes at random moments leaves no half claim: every
+// issue is either open with no lease and no claimed event, or in_progress
+// with its holder's lease and claimed event, and the issues table has no
+// change outside a Dolt commit; bd then works on the workspace (the
+// engine's lock died with the processes).
+func TestEmbeddedKill9(t *testing.T) {
+	w := claimtest.EmbeddedWorkspace(t, "k9")
+	embeddedIssues(t, w, "k9", 40)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
+	for round := range 6 {
+		var wg sync.WaitGroup
+		for p := range 4 {
+			wg.Go(func() {
+				cmd := exec.Command(binary, "--agent", fmt.Sprintf("k-%d-%d", round, p), "--quiet")
+				cmd.Dir, cmd.Env = w.Dir, append(baseEnv(), w.Env...)
+				assert.Check(t, cmd.Start())
+				time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+				cmd.Process.Kill()
+				cmd.Wait()
+			})
+		}
+		wg.Wait()
+	}
+	ws, err := claim.FindWorkspace(claim.Locate{Start: w.Dir, Getenv: w.Getenv})
+	assert.NilError(t, err)
+	conn, end, err := dolt.OpenEmbedded(context.Background(), ws.Embedded.Dir, ws.Embedded.Database, 10*time.Second, nil)
+	assert.NilError(t, err)
+	rows := claimtest.Strings(t, conn, `SELECT CONCAT_WS('|', i.id, i.status, COALESCE(i.assignee, ''),
+		(SELECT count(*) FROM leases l WHERE l.issue_id = i.id AND l.holder = i.assignee),
+		(SELECT count(*) FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee),
+		(SELECT count(*) FROM leases l WHERE l.issue_id = i.id),
+		(SELECT count(*) FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed')) FROM issues i ORDER BY i.id`)
+	uncommitted := claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'")
+	end()
+	claimed := 0
+	for _, r := range rows {
+		f := strings.Split(r, "|")
+		switch f[1] {
+		case "open":
+			assert.Check(t, f[2] == "" && f[5] == "0" && f[6] == "0", "open issue with claim traces: %s", r)
+		case "in_progress":
+			claimed++
+			assert.Check(t, strings.HasPrefix(f[2], "k-") && f[3] == "1" && f[4] == "1" && f[5] == "1" && f[6] == "1", "half claim: %s", r)
+		default:
+			t.Errorf("unexpected row: %s", r)
+		}
+	}
+	assert.Equal(t, uncommitted, 0, "the issues table has changes outside a Dolt commit")
+	t.Logf("%d of %d issues claimed by 24 processes killed at random", claimed, len(rows))
+	var list []struct{ ID string }
+	w.JSON(&list, "list", "--status", "in_progress", "--limit", "0")
+	assert.Equal(t, len(list), claimed, "bd sees every claim")
+	w.As("after").OK("ready", "--claim", "--json")
 }
