@@ -480,16 +480,15 @@ func (e *doltEngine) look(ctx context.Context, fn func(*txn) error) error {
 // snapshot is a transaction: Dolt's snapshot isolation.
 func (e *doltEngine) snapshot(ctx context.Context, fn func(*txn) error) error {
 	conn, end, err := e.link.open(ctx)
-	if err != nil {
-		return err
+	if err == nil {
+		defer end()
+		var tx *sql.Tx
+		if tx, err = conn.BeginTx(ctx, nil); err == nil {
+			defer tx.Rollback()
+			err = fn(e.on(ctx, tx))
+		}
 	}
-	defer end()
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	return fn(e.on(ctx, tx))
+	return err
 }
 
 // watch is the link's change signal.

@@ -322,6 +322,8 @@ func TestDoltMaintenanceGate(t *testing.T) {
 		assert.Equal(t, claim.ErrorCode(err), claim.EUnavailable, "%v", err)
 		assert.ErrorContains(t, err, "a maintenance operation is running on this workspace (another bd process holds "+gate+")")
 	}
+	_, err = s.Stats(context.Background())
+	assert.Equal(t, claim.ErrorCode(err), claim.EUnavailable, "%v", err)
 	r := w.Bd("show", id)
 	assert.Assert(t, strings.Contains(r.Combined(), "a maintenance operation is running"), "bd refuses too: %s", r.Combined())
 	f.Close()

@@ -147,14 +147,11 @@ func (l *serverLink) writer(ctx context.Context, wrap func(db.DBTX) db.DBTX) (*d
 // under autocommit, so in a transaction of its own that sees the latest
 // commit (inside a transaction it would keep the snapshot's).
 func (l *serverLink) watch(ctx context.Context, e *doltEngine) (func() string, func(), error) {
-	conn, err := l.pool.Conn(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
+	conn, err := l.pool.Conn(ctx) // on an error, the functions are not to be called
 	return func() string {
 		h, _ := e.dq.WorkingSetHash(ctx, conn)
 		return h
-	}, func() { conn.Close() }, nil
+	}, func() { conn.Close() }, err
 }
 
 func (l *serverLink) close() error { return l.pool.Close() }
