@@ -53,6 +53,7 @@ verify: ## fail on drift: generated code vs sql/ (sqlc diff, sqlc vet, db/ gener
 		test -z "$$bad" || { echo "db/ holds generated code only; hand-written: $$bad"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+	CGO_ENABLED=1 $(GO) vet -tags $(EMBEDDED_TAGS) ./...
 
 generate: ## regenerate db/ from sql/ with the pinned sqlc
 	$(GO) tool sqlc generate
