@@ -67,7 +67,7 @@ dolt: ## build bd v1.3.0 and dolt 2.2.0 (cgo, libicu) that the Dolt (server mode
 	scripts/build-dolt.sh >/dev/null
 
 .PHONY: bench
-bench: ## build bd-claim, the newest bd, bd v1.3.0 + dolt and a hello-world, print the benchmark table (BENCH_FLAGS='-quick', '-write', '-runs N')
+bench: embedded ## build bd-claim (default and embedded builds), the newest bd, bd v1.3.0 + dolt and a hello-world, print the benchmark table (BENCH_FLAGS='-quick', '-write', '-runs N')
 	$(GO) build -o .bin/bd-claim .
 	scripts/build-bd.sh $(BD_NEWEST) >/dev/null
 	scripts/build-dolt.sh >/dev/null
