@@ -173,3 +173,28 @@ func TestEmbeddedKill9(t *testing.T) {
 	assert.Equal(t, len(list), claimed, "bd sees every claim")
 	w.As("after").OK("ready", "--claim", "--json")
 }
+
+// The MCP server on an embedded workspace holds the engine only during a
+// tool call: between calls bd works on the workspace as if no server ran
+// (bd waits for the engine without end when another process holds it), and
+// the server's claims, renewals and releases are bd's to see.
+func TestEmbeddedMCP(t *testing.T) {
+	w := claimtest.EmbeddedWorkspace(t, "mc")
+	var created struct{ ID string }
+	w.JSON(&created, "create", "served", "-p", "1")
+	s := serve(t, w.Dir, "agent-m", "--log-level", "debug")
+	got := s.callOK(t, "claim", map[string]any{"lease": "3s"})
+	assert.Equal(t, got.Issue.ID, created.ID)
+	for range 3 { // while the server runs and renews the lease
+		var shown []struct{ Status, Assignee string }
+		w.JSON(&shown, "show", created.ID)
+		assert.Equal(t, shown[0].Status+"/"+shown[0].Assignee, "in_progress/agent-m")
+		time.Sleep(time.Second)
+	}
+	s.callOK(t, "release", map[string]any{"id": created.ID})
+	var shown []struct{ Status string }
+	w.JSON(&shown, "show", created.ID)
+	assert.Equal(t, shown[0].Status, "open")
+	assert.NilError(t, s.Close())
+	assert.Assert(t, strings.Contains(s.stderr.String(), `"msg":"issue_renewal_success"`), s.stderr.String())
+}
