@@ -147,16 +147,6 @@ func TestEmbeddedTwins(t *testing.T) {
 		})
 		return out
 	}
-	changed := func(before, after map[string]string) []string {
-		var out []string
-		for k, v := range after {
-			if before[k] != v {
-				out = append(out, k)
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
 	beforeA, beforeB := cells(a), cells(b)
 	time.Sleep(1100 * time.Millisecond) // a later second: updated_at changes
 	w.As("agent-1").OK("update", a, "--claim", "--json")
@@ -165,8 +155,8 @@ func TestEmbeddedTwins(t *testing.T) {
 	_, err := s.Claim(context.Background(), claim.Request{Agent: "agent-1", ID: b})
 	assert.NilError(t, err)
 	afterA, afterB := cells(a), cells(b)
-	assert.DeepEqual(t, changed(beforeA, afterA), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
-	assert.DeepEqual(t, changed(beforeB, afterB), changed(beforeA, afterA))
+	assert.DeepEqual(t, claimtest.Changed(beforeA, afterA), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
+	assert.DeepEqual(t, claimtest.Changed(beforeB, afterB), claimtest.Changed(beforeA, afterA))
 	for _, c := range []string{"assignee", "status", "content_hash", "is_blocked"} {
 		assert.Equal(t, afterB[c], afterA[c], c)
 	}

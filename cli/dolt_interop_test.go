@@ -46,17 +46,6 @@ func rowCells(t *testing.T, w *claimtest.DoltWorkspace, table, id string) map[st
 	return out
 }
 
-func changed(before, after map[string]string) []string {
-	var out []string
-	for k, v := range after {
-		if before[k] != v {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // Twins: one issue claimed by bd-claim --id, its twin by `bd update
 // --claim`, as the same agent. The same cells change, the leases rows and
 // the claimed events have the same shape (old_value the same keys,
@@ -73,8 +62,8 @@ func TestDoltTwins(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // another second: the commits and events tell apart
 	doltRun(t, w, "--agent", "agent-1", "--id", b.ID).Assert(t, icmd.Success)
 	afterA, afterB := issueCells(t, w, a.ID), issueCells(t, w, b.ID)
-	assert.DeepEqual(t, changed(beforeA, afterA), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
-	assert.DeepEqual(t, changed(beforeB, afterB), changed(beforeA, afterA))
+	assert.DeepEqual(t, claimtest.Changed(beforeA, afterA), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
+	assert.DeepEqual(t, claimtest.Changed(beforeB, afterB), claimtest.Changed(beforeA, afterA))
 	for _, c := range []string{"assignee", "status", "content_hash", "is_blocked"} {
 		assert.Equal(t, afterB[c], afterA[c], c)
 	}
@@ -166,8 +155,8 @@ func TestDoltWispTwins(t *testing.T) {
 	assert.Equal(t, out.Issue.ID+" "+out.Issue.Status+" "+out.Issue.Assignee, b.ID+" in_progress agent-1")
 	assert.Assert(t, out.Lease == nil, "a wisp claim has no lease: %s", r.Stdout())
 	afterA, afterB := rowCells(t, w, "wisps", a.ID), rowCells(t, w, "wisps", b.ID)
-	assert.DeepEqual(t, changed(beforeA, afterA), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
-	assert.DeepEqual(t, changed(beforeB, afterB), changed(beforeA, afterA))
+	assert.DeepEqual(t, claimtest.Changed(beforeA, afterA), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
+	assert.DeepEqual(t, claimtest.Changed(beforeB, afterB), claimtest.Changed(beforeA, afterA))
 	for _, c := range []string{"assignee", "status", "content_hash", "is_blocked", "no_history", "ephemeral"} {
 		assert.Equal(t, afterB[c], afterA[c], c)
 	}
@@ -210,7 +199,7 @@ func TestDoltWispTwins(t *testing.T) {
 	w.As("agent-1").OK("unclaim", a.ID)
 	doltRun(t, w, "release", "--agent", "agent-1", "--id", b.ID).Assert(t, icmd.Success)
 	relA, relB := rowCells(t, w, "wisps", a.ID), rowCells(t, w, "wisps", b.ID)
-	assert.DeepEqual(t, changed(afterB, relB), changed(afterA, relA))
+	assert.DeepEqual(t, claimtest.Changed(afterB, relB), claimtest.Changed(afterA, relA))
 	assert.Equal(t, relB["status"]+"/"+relB["assignee"], relA["status"]+"/"+relA["assignee"])
 	sameShape("unclaimed")
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_log"), commits, "no Dolt commit")
@@ -344,18 +333,12 @@ func bdRace(t *testing.T, srv *claimtest.DoltServer, prefix string, bds, claimer
 		wg.Go(func() {
 			dir := []*claimtest.DoltWorkspace{w, &clone}[p%2]
 			agent := fmt.Sprint("claim-", p)
-			for {
-				r := doltRun(t, dir, "--agent", agent, "--quiet")
-				if r.ExitCode != 0 {
-					assert.Check(t, r.ExitCode == 3, r.Combined())
-					return
-				}
-				var out struct{ Issue struct{ ID string } }
-				assert.Check(t, json.Unmarshal([]byte(r.Stdout()), &out))
-				mu.Lock()
-				claims[out.Issue.ID] = append(claims[out.Issue.ID], agent)
-				mu.Unlock()
+			ids, _ := claimUntilNone(t, dir.Dir, dir.Env, agent, false)
+			mu.Lock()
+			for _, id := range ids {
+				claims[id] = append(claims[id], agent)
 			}
+			mu.Unlock()
 		})
 	}
 	for p := range bds {
@@ -388,6 +371,27 @@ func bdRace(t *testing.T, srv *claimtest.DoltServer, prefix string, bds, claimer
 		assert.Equal(t, assignee, agents[0])
 	}
 	return claims, gaveUp
+}
+
+// claimUntilNone runs bd-claim as agent in dir, with env, until it finds
+// no issue (exit 3), and returns the ids it claimed. With retryBusy, an
+// exit 4 (retry later) is tried again, as an agent's loop does, and counted
+// in busy; any other exit fails the test.
+func claimUntilNone(t *testing.T, dir string, env []string, agent string, retryBusy bool) (ids []string, busy int) {
+	for {
+		r := run(t, dir, env, "--agent", agent, "--quiet")
+		if r.ExitCode == 4 && retryBusy {
+			busy++
+			continue
+		}
+		if r.ExitCode != 0 {
+			assert.Check(t, r.ExitCode == 3, r.Combined())
+			return ids, busy
+		}
+		var out struct{ Issue struct{ ID string } }
+		assert.Check(t, json.Unmarshal([]byte(r.Stdout()), &out))
+		ids = append(ids, out.Issue.ID)
+	}
 }
 
 // Directory scoping on a Dolt workspace is bd v1.3.0's too: in a directory

@@ -68,24 +68,13 @@ func embeddedRace(t *testing.T, prefix string, bds, claimers int) (map[string][]
 	for p := range claimers {
 		wg.Go(func() {
 			agent := fmt.Sprint("claim-", p)
-			for {
-				r := run(t, w.Dir, w.Env, "--agent", agent, "--quiet")
-				if r.ExitCode == 4 { // retry later, as an agent's loop does
-					mu.Lock()
-					busy++
-					mu.Unlock()
-					continue
-				}
-				if r.ExitCode != 0 {
-					assert.Check(t, r.ExitCode == 3, r.Combined())
-					return
-				}
-				var out struct{ Issue struct{ ID string } }
-				assert.Check(t, json.Unmarshal([]byte(r.Stdout()), &out))
-				mu.Lock()
-				claims[out.Issue.ID] = append(claims[out.Issue.ID], agent)
-				mu.Unlock()
+			ids, b := claimUntilNone(t, w.Dir, w.Env, agent, true)
+			mu.Lock()
+			busy += b
+			for _, id := range ids {
+				claims[id] = append(claims[id], agent)
 			}
+			mu.Unlock()
 		})
 	}
 	for p := range bds {

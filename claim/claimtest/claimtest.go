@@ -314,3 +314,16 @@ func Strings(t testing.TB, conn Querier, query string, args ...any) []string {
 	must(t, rows.Err())
 	return out
 }
+
+// Changed lists the keys whose value differs from before to after (a
+// key after has that before lacks counts), sorted.
+func Changed(before, after map[string]string) []string {
+	var out []string
+	for k, v := range after {
+		if before[k] != v {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
