@@ -34,6 +34,9 @@ var engineSetups = []engineSetup{
 		return &confWorkspace{&claimtest.NeedDolt(t).Workspace(t, "cf").BdRunner}
 	}},
 	{"dolt-embedded", embeddedSetup},
+	{"dolt-proxied", func(t *testing.T) *confWorkspace {
+		return &confWorkspace{&claimtest.ProxiedWorkspace(t, "px").BdRunner}
+	}},
 }
 
 func sqliteSetup(t *testing.T, version string) *confWorkspace {

@@ -42,8 +42,46 @@ const doltSchema = 66
 // without --lease gets, as `bd update --claim` writes it.
 const doltLease = 5 * time.Minute
 
-// doltAuthor is the author of bd's Dolt commits.
-const doltAuthor = "beads <beads@local>"
+// doltStyle is what differs in what the bd of a link's mode writes: its
+// Dolt commits (who authors them, what they stage, the messages that
+// differ between modes; the others are the same in every mode: bd: claim
+// ready ID, bd: update ID, bd: unclaim ID), and whether an event's
+// old_value JSON lists the issue's labels.
+type doltStyle struct {
+	author string
+	all    bool // DOLT_COMMIT('-Am'), else DOLT_ADD of the tables the write changed (dolt.Commit)
+	// label is a label change's message (bd label add/remove ID's), and
+	// reclaim that of a write that only ended expired claims (bd reclaim's).
+	label   func(verb, id string) string
+	reclaim func(ids []string) string
+	// updateLabels: the old_value of the claimed event of a claim by id
+	// (bd update --claim) lists the issue's labels. Server and embedded
+	// mode claim through issueops, which reads them; proxied mode through
+	// its issue repository, which does not (its claim-next, through
+	// issueops, does).
+	updateLabels bool
+}
+
+// bdStyle are bd's Dolt commits in server and embedded mode, authored
+// beads <beads@local> (bd's committer), the tables staged by name.
+var bdStyle = doltStyle{
+	author:       "beads <beads@local>",
+	label:        func(verb, id string) string { return "bd: label " + verb + " " + id },
+	reclaim:      func(ids []string) string { return fmt.Sprintf("bd: reclaim %d expired lease(s)", len(ids)) },
+	updateLabels: true,
+}
+
+// proxiedStyle are bd's Dolt commits in proxied-server mode: its unit of
+// work commits with DOLT_COMMIT('-Am', message) and no author, so the
+// session's user authors them (root <root@localhost>); a label change is
+// an issue update without a message of its own ("update issue"); bd
+// reclaim names the issues; its claim by id's event has no labels.
+var proxiedStyle = doltStyle{
+	author:  "root <root@localhost>",
+	all:     true,
+	label:   func(string, string) string { return "update issue" },
+	reclaim: func(ids []string) string { return "bd: reclaim " + strings.Join(ids, ", ") },
+}
 
 // doltTime is how bd binds events.created_at: UTC, whole seconds, as text.
 const doltTime = "2006-01-02 15:04:05"
@@ -54,7 +92,8 @@ const doltTime = "2006-01-02 15:04:05"
 // follows the SQL commit as bd makes it.
 type doltEngine struct {
 	*Store
-	link  doltLink // the server, or the embedded engine
+	link  doltLink  // the server, or the embedded engine
+	style doltStyle // the link's bd's Dolt commits
 	dq    *doltdb.Queries
 	retry sqlite.Retry
 }
@@ -64,7 +103,7 @@ type doltEngine struct {
 // v1.3.0, and the project metadata.json names (projectID).
 func openDolt(ctx context.Context, s *Store, link doltLink, projectID string) error {
 	s.flavor = doltFlavor()
-	e := &doltEngine{Store: s, link: link, dq: doltdb.New(), retry: sqlite.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}}
+	e := &doltEngine{Store: s, link: link, style: link.commits(), dq: doltdb.New(), retry: sqlite.Retry{Attempts: 50, Backoff: 10 * time.Millisecond}}
 	s.eng = e
 	err := link.prepare(ctx, func(ctx context.Context, conn *sql.Conn) error { return e.check(ctx, conn, projectID) })
 	if err != nil {
@@ -198,6 +237,9 @@ var doltCodes = map[dolt.Kind]struct {
 	dolt.MaintenanceHeld: {EUnavailable, "bd is running a maintenance command on the workspace (bd init, bd migrate, bd backup restore); retry once it has finished"},
 	dolt.NotBuiltIn: {ESchema, "the workspace is an embedded Dolt workspace (bd v1.3's default), and this bd-claim is built without the embedded engine: " +
 		"install the embedded build, `CGO_ENABLED=1 go install -tags embedded,gms_pure_go github.com/bdclaim/bd-claim@latest` (needs gcc), or `make embedded` in a checkout"},
+	dolt.ProxyDown: {EUnavailable, "the workspace is in proxied-server mode, and its proxy is not running (bd stops it after 30 s without clients unless told otherwise) or does not prove to be the workspace's; " +
+		"bd-claim never starts it, nor dials the server behind it: run any bd command in the workspace (`bd list`), which starts (or replaces) it, and retry; " +
+		"to keep it running, make the workspace with `bd init --proxied-server --proxied-server-idle-timeout 0`"},
 }
 
 func (e *doltEngine) code(err error) (Code, string, bool) {
@@ -340,7 +382,11 @@ func (t *doltTx) take(c choice, req Request) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if err := t.event(wisp, c.r.ID, "claimed", req.Agent, text(c.r.dolt.json), text(dolt.ClaimedNewValue(req.Agent)), sql.NullString{}); err != nil {
+	old := c.r.dolt.json
+	if req.ID != "" && !t.style.updateLabels {
+		old = c.r.dolt.bare
+	}
+	if err := t.event(wisp, c.r.ID, "claimed", req.Agent, text(old), text(dolt.ClaimedNewValue(req.Agent)), sql.NullString{}); err != nil {
 		return Result{}, err
 	}
 	res.ClaimID = lock
@@ -406,7 +452,10 @@ func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*t
 		x = t.x.(*doltTx)
 		err := fn(t)
 		if err == nil && w.inTx {
-			err = x.doltCommit(ctx, t.conn) // it commits the transaction too: both land, or neither
+			// It commits the transaction too: both land, or neither.
+			if err = x.doltCommit(ctx, t.conn, true); err != nil {
+				err = fmt.Errorf("commit: %w", err) // a lost answer is looked up as a COMMIT's
+			}
 		}
 		return err
 	})
@@ -425,7 +474,7 @@ func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*t
 	if w.inTx {
 		return nil
 	}
-	if err := x.doltCommit(ctx, w.h); err != nil {
+	if err := x.doltCommit(ctx, w.h, false); err != nil {
 		err = e.classify(err, doing)
 		var ce *Error
 		if errors.As(err, &ce) {
@@ -436,18 +485,19 @@ func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*t
 	return nil
 }
 
-// doltCommit makes the Dolt commit bd makes for the write on h: the
-// message of its move (doltTx.commit), else of the expired claims it ended
-// (bd reclaim's); none for a write bd makes none for (a heartbeat).
-func (x *doltTx) doltCommit(ctx context.Context, h db.DBTX) error {
+// doltCommit makes the Dolt commit bd makes for the write on h (inside
+// its transaction when inTx): the message of its move (doltTx.commit),
+// else of the expired claims it ended (bd reclaim's); none for a write bd
+// makes none for (a heartbeat).
+func (x *doltTx) doltCommit(ctx context.Context, h db.DBTX, inTx bool) error {
 	message := x.commit
-	if message == "" && x.reclaimed > 0 {
-		message = fmt.Sprintf("bd: reclaim %d expired lease(s)", x.reclaimed)
+	if message == "" && len(x.reclaimed) > 0 {
+		message = x.style.reclaim(x.reclaimed)
 	}
 	if message == "" {
 		return nil
 	}
-	return dolt.Commit(ctx, h, message, doltAuthor, x.labels)
+	return dolt.Commit{Message: message, Author: x.style.author, All: x.style.all, Labels: x.labels, InTx: inTx}.Make(ctx, h)
 }
 
 // ahead: a Dolt claim reads its candidates in its transaction, on the
@@ -456,14 +506,14 @@ func (e *doltEngine) ahead(context.Context, Request) ([]string, deck, error) { r
 
 func (e *doltEngine) bind(t *txn, tx *sql.Tx) engineTx {
 	t.on(tx)
-	return &doltTx{txn: t, dq: e.dq}
+	return &doltTx{txn: t, dq: e.dq, style: e.style}
 }
 
 // on is an operation of the engine on h, outside a write transaction.
 func (e *doltEngine) on(ctx context.Context, h db.DBTX) *txn {
 	t := e.newTxn(ctx)
 	t.on(h)
-	t.x = &doltTx{txn: t, dq: e.dq}
+	t.x = &doltTx{txn: t, dq: e.dq, style: e.style}
 	return t
 }
 
@@ -503,9 +553,11 @@ type doltTx struct {
 	*txn
 	dq     *doltdb.Queries
 	commit string // the message of the Dolt commit that follows the SQL commit ("" for none)
-	// reclaimed counts the expired claims the write ended: a reap's
-	// commit message, bd reclaim's, when no other move names the commit.
-	reclaimed int
+	// reclaimed lists the issues whose expired claims the write ended: a
+	// reap's commit message, bd reclaim's, when no other move names the
+	// commit.
+	reclaimed []string
+	style     doltStyle
 	landed    *landed // the write's mark, to look it up after a lost COMMIT
 	labels    bool    // the write changed labels, which the Dolt commit stages too
 }
@@ -523,7 +575,7 @@ func (t *doltTx) labelSet(id, label string, add bool) (int64, error) {
 func (t *doltTx) labelled(r *row, actor, verb, event, comment string) error {
 	t.labels = true
 	if t.commit == "" {
-		t.commit = "bd: label " + verb + " " + r.ID
+		t.commit = t.style.label(verb, r.ID)
 	}
 	return t.event(false, r.ID, event, actor, sql.NullString{}, sql.NullString{}, text(comment))
 }
@@ -701,7 +753,7 @@ func (t *doltTx) endClaim(r *row, actor, holder, note string) error {
 	if err != nil {
 		return err
 	}
-	t.landed, t.reclaimed = &landed{id: r.ID, rowLock: lock}, t.reclaimed+1
+	t.landed, t.reclaimed = &landed{id: r.ID, rowLock: lock}, append(t.reclaimed, r.ID)
 	fresh, err := t.read(r.ID)
 	if err == nil {
 		*r = *fresh
@@ -774,7 +826,8 @@ type doltSnapshot struct {
 	issue   Issue
 	rowLock int64
 	json    string
-	wisp    bool // a row of the wisps table
+	bare    string // json without the labels
+	wisp    bool   // a row of the wisps table
 }
 
 func (t *doltTx) snapshotOf(id string) (doltSnapshot, error) {
@@ -793,7 +846,9 @@ func (t *doltTx) snapshotOf(id string) (doltSnapshot, error) {
 	if err != nil {
 		return doltSnapshot{}, err
 	}
-	return doltSnapshot{rowLock: r.RowLock, json: iss.EventJSON(), wisp: wisp, issue: Issue{
+	bare := iss
+	bare.Labels = nil
+	return doltSnapshot{rowLock: r.RowLock, json: iss.EventJSON(), bare: bare.EventJSON(), wisp: wisp, issue: Issue{
 		ID: iss.ID, Title: iss.Title, Status: iss.Status, Assignee: iss.Assignee, Priority: iss.Priority,
 		IssueType: iss.IssueType, Labels: iss.Labels, // never nil: the query gives at least []
 		ContentHash: r.ContentHash.String, ExternalRef: iss.ExternalRef,

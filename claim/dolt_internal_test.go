@@ -254,7 +254,7 @@ func TestDoltCommit(t *testing.T) {
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 0)
 	w1, err := doltOf(s).link.writer(ctx, doltOf(s).wrap)
 	assert.NilError(t, err)
-	assert.NilError(t, dolt.Commit(ctx, w1.h, "bd: nothing", doltAuthor, false))
+	assert.NilError(t, dolt.Commit{Message: "bd: nothing", Author: bdStyle.author}.Make(ctx, w1.h))
 	w1.done()
 	assert.Equal(t, commits(), before+2)
 

@@ -19,9 +19,13 @@ import (
 
 // doltLink is how the Dolt engine reaches its database, one operation at a
 // time, each under bd's workspace gates held shared (dolt.Gates): a dolt
-// sql-server's pool (serverLink), or the embedded engine, opened for each
-// operation and closed after it (embeddedLink). The SQL is the same.
+// sql-server's pool (serverLink), directly or through a proxied-server
+// workspace's proxy, or the embedded engine, opened for each operation and
+// closed after it (embeddedLink). The SQL is the same; what differs in
+// what bd writes is the link's Dolt commits (commits).
 type doltLink interface {
+	// commits is how bd makes its Dolt commits in the link's mode.
+	commits() doltStyle
 	// prepare has check (the open check of the schema and the project)
 	// run on the database: at once (a server), or in the session of the
 	// first operation (embedded: one open of the engine fewer).
@@ -67,13 +71,15 @@ type serverLink struct {
 	gates    dolt.Gates
 	name     string // the writers' lock
 	lockWait int32  // seconds a writer waits for it
+	style    doltStyle
+	inTx     bool // the Dolt commit inside the write's transaction (doltWriter.inTx)
 }
 
 // newServerLink connects to the server d (lazily: the first query reports
 // an unreachable server) of the workspace whose .beads is beadsDir ("" for
 // a --dsn connection, which has no gates).
 func newServerLink(d *DoltServer, beadsDir string, busy time.Duration) *serverLink {
-	l := &serverLink{pool: dolt.Open(d.config()), name: "bd-claim/" + d.Database, lockWait: lockWait(busy)}
+	l := &serverLink{pool: dolt.Open(d.config()), name: "bd-claim/" + d.Database, lockWait: lockWait(busy), style: bdStyle}
 	if beadsDir != "" {
 		var roots []string
 		if !remote(d.Host) {
@@ -83,6 +89,26 @@ func newServerLink(d *DoltServer, beadsDir string, busy time.Duration) *serverLi
 	}
 	return l
 }
+
+// newProxiedLink connects to the dolt sql-server of a proxied-server
+// workspace (bd v1.3's `bd init --proxied-server`) through its proxy, as
+// bd's clients do: user root without a password, no TLS, on the data port
+// of the proxy of the workspace's root, verified for every new connection
+// (dolt.ProxyDialer: a refusal is *dolt.NoProxy), never the server's own
+// port behind it. The proxy relays the MySQL protocol to one server
+// session per connection, so this is a server link: bd-claim's writers
+// take turns on the server's named lock. It writes as bd's proxied mode
+// does: the Dolt commit inside the write's transaction, as bd's unit of
+// work makes it, and bd's proxied commits (proxiedStyle). The gates are
+// the workspace's and the root's (doltserver.ResolvePhysicalRoots).
+func newProxiedLink(p *ProxiedDolt, beadsDir string, busy time.Duration) *serverLink {
+	c := DoltServer{User: "root", Database: p.Database}.config()
+	c.DialFunc = dolt.ProxyDialer(p.Root)
+	return &serverLink{pool: dolt.Open(c), gates: dolt.GatesFor(beadsDir, p.Root), name: "bd-claim/" + p.Database,
+		lockWait: lockWait(busy), style: proxiedStyle, inTx: true}
+}
+
+func (l *serverLink) commits() doltStyle { return l.style }
 
 // lockWait is how long a writer waits for the writers' lock, in the whole
 // seconds GET_LOCK takes: the busy timeout, rounded up (0 for none).
@@ -124,7 +150,7 @@ func (l *serverLink) writer(ctx context.Context, wrap func(db.DBTX) db.DBTX) (*d
 	if err != nil {
 		return nil, err
 	}
-	w := &doltWriter{Conn: conn, h: wrap(conn)}
+	w := &doltWriter{Conn: conn, h: wrap(conn), inTx: l.inTx}
 	q := doltdb.New()
 	taken, err := q.WritersLock(ctx, w.h, doltdb.WritersLockParams{Name: l.name, TimeoutSeconds: l.lockWait})
 	if err != nil {
@@ -181,6 +207,8 @@ func newEmbeddedLink(e *EmbeddedDolt, beadsDir string, busy time.Duration) *embe
 	return &embeddedLink{dir: e.Dir, database: e.Database, gates: dolt.GatesFor(beadsDir, e.Dir), wait: busy,
 		queue: sqlite.OpenQueue(sqlite.QueueDir(), e.Dir)}
 }
+
+func (l *embeddedLink) commits() doltStyle { return bdStyle }
 
 func (l *embeddedLink) prepare(_ context.Context, check func(context.Context, *sql.Conn) error) error {
 	l.check = check

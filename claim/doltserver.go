@@ -2,6 +2,9 @@ package claim
 
 import (
 	"bufio"
+	"encoding/json"
+	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -30,6 +33,17 @@ type DoltServer struct {
 // default): no server, the engine runs inside each process that opens it.
 type EmbeddedDolt struct {
 	Dir       string `json:"dir"` // .beads/embeddeddolt, which holds the database's directory
+	Database  string `json:"database"`
+	ProjectID string `json:"project_id,omitempty"` // metadata.json's project_id, checked against the database's
+}
+
+// ProxiedDolt is a Dolt-era Beads database in proxied-server mode (bd
+// v1.3's `bd init --proxied-server`): a dolt sql-server that bd starts
+// behind a proxy of its own, both rooted at Root; clients reach the server
+// only through the proxy, on the port its pid file publishes once the proxy
+// has proven who it is (dolt.VerifyProxy).
+type ProxiedDolt struct {
+	Root      string `json:"root"` // the proxy's and the server's directory (.beads/dolt by default)
 	Database  string `json:"database"`
 	ProjectID string `json:"project_id,omitempty"` // metadata.json's project_id, checked against the database's
 }
@@ -86,8 +100,8 @@ func dsnServer(source, dsn string) (Workspace, error) {
 // doltWorkspace resolves the database of a Dolt workspace as bd v1.3.0
 // does (configfile.go, doltserver.DefaultConfig): in embedded mode (bd's
 // default), .beads/embeddeddolt; in server mode, the server from the
-// environment first, then the port file, then metadata.json. It refuses
-// the experimental proxied-server mode.
+// environment first, then the port file, then metadata.json; in
+// proxied-server mode, the proxy's root (proxiedRoot).
 func doltWorkspace(ws Workspace, meta metadata, getenv func(string) string) (Workspace, error) {
 	envHost := getenv("BEADS_DOLT_SERVER_HOST")
 	// Without metadata.json, bd goes by the directories: embeddeddolt is
@@ -97,7 +111,10 @@ func doltWorkspace(ws Workspace, meta metadata, getenv func(string) string) (Wor
 		remote(envHost) || meta.DoltMode == "server" || remote(meta.DoltServerHost) || layout
 	switch {
 	case meta.DoltMode == "proxied-server":
-		return ws, Errorf(ESchema, "%s is a Dolt workspace in proxied-server mode (experimental in bd); bd-claim supports server mode: run its dolt sql-server and `bd init --server` against it", ws.BeadsDir)
+		root, err := proxiedRoot(ws.BeadsDir, meta, getenv)
+		p := ProxiedDolt{Root: root, ProjectID: meta.ProjectID, Database: first(getenv("BEADS_DOLT_SERVER_DATABASE"), meta.DoltDatabase, "beads")}
+		ws.Proxied, ws.DBPath = &p, filepath.Join(p.Root, p.Database)
+		return ws, err
 	case !server:
 		e := EmbeddedDolt{Dir: filepath.Join(ws.BeadsDir, "embeddeddolt"), ProjectID: meta.ProjectID,
 			Database: first(getenv("BEADS_DOLT_SERVER_DATABASE"), meta.DoltDatabase, "beads")}
@@ -131,6 +148,34 @@ func doltWorkspace(ws Workspace, meta metadata, getenv func(string) string) (Wor
 	}
 	ws.Dolt, ws.DBPath = &d, d.String()
 	return ws, nil
+}
+
+// proxiedRoot is the root of a proxied-server workspace as bd v1.3.0
+// resolves it (doltserver.ResolveProxiedServerRootPath):
+// $BEADS_PROXIED_SERVER_ROOT_PATH, else root_path in
+// .beads/proxied_server_client_info.json, else the workspace's Dolt data
+// directory ($BEADS_DOLT_DATA_DIR, metadata.json's dolt_data_dir, else
+// .beads/dolt); a relative path is under .beads. A sidecar that cannot be
+// read is refused, as bd refuses it.
+func proxiedRoot(beadsDir string, meta metadata, getenv func(string) string) (string, error) {
+	const sidecar = "proxied_server_client_info.json"
+	var info struct {
+		RootPath string `json:"root_path"`
+	}
+	b, err := os.ReadFile(filepath.Join(beadsDir, sidecar))
+	if err == nil {
+		err = json.Unmarshal(b, &info)
+	} else if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	if err != nil {
+		return "", Errorf(ESchema, "cannot read %s: %v (bd refuses it too: repair or remove it)", filepath.Join(beadsDir, sidecar), err)
+	}
+	root := first(getenv("BEADS_PROXIED_SERVER_ROOT_PATH"), info.RootPath, getenv("BEADS_DOLT_DATA_DIR"), meta.DoltDataDir, "dolt")
+	if !filepath.IsAbs(root) {
+		root = filepath.Join(beadsDir, root)
+	}
+	return root, nil
 }
 
 // credentialsPassword reads bd's credentials file ($BEADS_CREDENTIALS_FILE,

@@ -15,6 +15,7 @@ import (
 // proxied-server workspaces are refused before anything is opened.
 func TestFindWorkspaceDolt(t *testing.T) {
 	t.Parallel()
+	const proxied = `{"database":"dolt","backend":"dolt","dolt_mode":"proxied-server","dolt_database":"px","project_id":"p-3"}`
 	const server = `{"database":"dolt","backend":"dolt","dolt_mode":"server","dolt_server_host":"127.0.0.1","dolt_server_port":33310,"dolt_server_user":"root","dolt_database":"fx","project_id":"p-1"}`
 	for _, tc := range []struct {
 		name     string
@@ -22,6 +23,7 @@ func TestFindWorkspaceDolt(t *testing.T) {
 		env      []string
 		want     claim.DoltServer
 		embedded *claim.EmbeddedDolt
+		proxied  *claim.ProxiedDolt
 		code     claim.Code
 		msg      string
 	}{
@@ -89,9 +91,37 @@ func TestFindWorkspaceDolt(t *testing.T) {
 			want:  claim.DoltServer{Host: "127.0.0.1", Port: 3307, User: "root", Database: "beads"},
 		},
 		{
-			name:  "proxied-server mode is refused",
-			files: map[string]string{"ws/.beads/metadata.json": `{"backend":"dolt","dolt_mode":"proxied-server"}`},
-			code:  claim.ESchema, msg: "proxied-server mode (experimental in bd)",
+			name:    "proxied-server mode: the proxy's root is .beads/dolt, the database dolt_database",
+			files:   map[string]string{"ws/.beads/metadata.json": proxied, "ws/.beads/proxied_server_client_info.json": `{"idle_timeout":-1}`},
+			proxied: &claim.ProxiedDolt{Root: "$DIR/ws/.beads/dolt", Database: "px", ProjectID: "p-3"},
+		},
+		{
+			name:    "proxied-server mode: the sidecar's root_path, relative to .beads; BEADS_DOLT_SERVER_DATABASE",
+			files:   map[string]string{"ws/.beads/metadata.json": proxied, "ws/.beads/proxied_server_client_info.json": `{"root_path":"../shared"}`},
+			env:     []string{"BEADS_DOLT_SERVER_DATABASE", "other", "BEADS_DOLT_DATA_DIR", "/not/this"},
+			proxied: &claim.ProxiedDolt{Root: "$DIR/ws/shared", Database: "other", ProjectID: "p-3"},
+		},
+		{
+			name:    "proxied-server mode: BEADS_PROXIED_SERVER_ROOT_PATH wins over the sidecar",
+			files:   map[string]string{"ws/.beads/metadata.json": proxied, "ws/.beads/proxied_server_client_info.json": `{"root_path":"/not/this"}`},
+			env:     []string{"BEADS_PROXIED_SERVER_ROOT_PATH", "$DIR/root"},
+			proxied: &claim.ProxiedDolt{Root: "$DIR/root", Database: "px", ProjectID: "p-3"},
+		},
+		{
+			name:    "proxied-server mode without a sidecar: the Dolt data directory, BEADS_DOLT_DATA_DIR first",
+			files:   map[string]string{"ws/.beads/metadata.json": `{"backend":"dolt","dolt_mode":"proxied-server","dolt_data_dir":"/not/this"}`},
+			env:     []string{"BEADS_DOLT_DATA_DIR", "data"},
+			proxied: &claim.ProxiedDolt{Root: "$DIR/ws/.beads/data", Database: "beads"},
+		},
+		{
+			name:    "proxied-server mode: metadata.json's dolt_data_dir",
+			files:   map[string]string{"ws/.beads/metadata.json": `{"backend":"dolt","dolt_mode":"proxied-server","dolt_data_dir":"$DIR/fast"}`},
+			proxied: &claim.ProxiedDolt{Root: "$DIR/fast", Database: "beads"},
+		},
+		{
+			name:  "proxied-server mode: a sidecar bd cannot read is refused",
+			files: map[string]string{"ws/.beads/metadata.json": proxied, "ws/.beads/proxied_server_client_info.json": `{"root_path":`},
+			code:  claim.ESchema, msg: "proxied_server_client_info.json: unexpected end of JSON input (bd refuses it too",
 		},
 		{
 			name:  "a port that is not a number",
@@ -118,6 +148,14 @@ func TestFindWorkspaceDolt(t *testing.T) {
 				return
 			}
 			assert.NilError(t, err)
+			if tc.proxied != nil {
+				want := *tc.proxied
+				want.Root = filepathReplace(want.Root, dir)
+				assert.DeepEqual(t, *ws.Proxied, want)
+				assert.Equal(t, ws.DBPath, filepath.Join(want.Root, want.Database))
+				assert.Assert(t, ws.Dolt == nil && ws.Embedded == nil)
+				return
+			}
 			if tc.embedded != nil {
 				want := *tc.embedded
 				want.Dir = filepath.Join(ws.BeadsDir, "embeddeddolt")

@@ -71,6 +71,8 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	switch {
 	case ws.Dolt != nil:
 		err = openDolt(ctx, s, newServerLink(ws.Dolt, ws.BeadsDir, o.BusyTimeout), ws.Dolt.ProjectID)
+	case ws.Proxied != nil:
+		err = openDolt(ctx, s, newProxiedLink(ws.Proxied, ws.BeadsDir, o.BusyTimeout), ws.Proxied.ProjectID)
 	case ws.Embedded != nil:
 		err = openDolt(ctx, s, newEmbeddedLink(ws.Embedded, ws.BeadsDir, o.BusyTimeout), ws.Embedded.ProjectID)
 	default:

@@ -21,6 +21,9 @@ type Workspace struct {
 	// Both are nil for a SQLite workspace.
 	Dolt     *DoltServer   `json:"dolt_server,omitempty"`
 	Embedded *EmbeddedDolt `json:"dolt_embedded,omitempty"`
+	// Proxied is the database of one in proxied-server mode (bd v1.3's
+	// `bd init --proxied-server`), reached through the workspace's proxy.
+	Proxied *ProxiedDolt `json:"dolt_proxied,omitempty"`
 }
 
 // Locate says where to look for a workspace.
@@ -143,6 +146,7 @@ type metadata struct {
 	DoltServerUser   string `json:"dolt_server_user"`
 	DoltDatabase     string `json:"dolt_database"`
 	DoltServerTLS    bool   `json:"dolt_server_tls"`
+	DoltDataDir      string `json:"dolt_data_dir"`
 	ProjectID        string `json:"project_id"`
 }
 

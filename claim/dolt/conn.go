@@ -79,6 +79,7 @@ const (
 	EngineLocked         // the embedded engine stayed locked by another process past the wait (Locked)
 	MaintenanceHeld      // a workspace gate is held exclusively (*Maintenance)
 	NotBuiltIn           // an embedded database, and a build without the embedded engine (ErrNotBuiltIn)
+	ProxyDown            // a proxied-server workspace without a verified proxy (*NoProxy)
 )
 
 // ErrNotBuiltIn is OpenEmbedded in a build without the embedded engine.
@@ -89,6 +90,7 @@ var ErrNotBuiltIn = errors.New("this bd-claim is built without the embedded Dolt
 func KindOf(err error) Kind {
 	var op *net.OpError
 	var m *Maintenance
+	var np *NoProxy
 	switch n := Number(err); {
 	case Locked(err):
 		return EngineLocked
@@ -96,6 +98,8 @@ func KindOf(err error) Kind {
 		return MaintenanceHeld
 	case errors.Is(err, ErrNotBuiltIn):
 		return NotBuiltIn
+	case errors.As(err, &np):
+		return ProxyDown
 	case n == NumAccessDenied || n == NumDBAccessDenied:
 		return LoginRefused
 	case n == NumTableDenied || n == NumProcDenied || n == NumReadOnly || (n == NumUnknown && strings.Contains(err.Error(), "denied to user")):
@@ -152,28 +156,45 @@ func Check(ctx context.Context, conn doltdb.DBTX, want Expect) error {
 	return nil
 }
 
-// Commit makes the Dolt commit that follows a write's SQL commit, as bd
-// does (runIssueOperationTxWithMessage), on the writer's connection conn
-// (DOLT_ADD stages for the DOLT_COMMIT of the same session): stage the
-// issues table (events and leases are dolt_ignored), and labels when the
-// write changed one, and commit with author, tried again on a conflict. A
-// commit that finds nothing staged is fine: another writer's commit took
-// the change in.
-func Commit(ctx context.Context, conn doltdb.DBTX, message, author string, labels bool) error {
+// Commit is a Dolt commit as bd makes it for a write: its message and
+// author, and what it stages.
+type Commit struct {
+	Message, Author string
+	// All stages every table that is not dolt_ignored (DOLT_COMMIT('-Am'),
+	// bd's proxied-server mode); else the issues table (events and leases
+	// are dolt_ignored), and labels when Labels.
+	All, Labels bool
+	// InTx is a commit inside the write's transaction, which DOLT_COMMIT
+	// commits with it: a conflict fails the transaction, which the caller
+	// tries again whole. Else the commit follows the SQL commit and is
+	// tried again by itself on a conflict.
+	InTx bool
+}
+
+// Make makes the Dolt commit c on the writer's connection conn, as bd does
+// (runIssueOperationTxWithMessage; DOLT_ADD stages for the DOLT_COMMIT of
+// the same session). A commit that finds nothing staged is fine: another
+// writer's commit took the change in, or the write changed nothing that
+// is versioned (bd then makes none).
+func (c Commit) Make(ctx context.Context, conn doltdb.DBTX) error {
 	q := doltdb.New()
 	var err error
 	for try := 1; ; try++ {
-		err = q.DoltAddIssues(ctx, conn)
-		if err == nil && labels {
-			err = q.DoltAddLabels(ctx, conn)
-		}
-		if err == nil {
-			err = q.DoltCommit(ctx, conn, doltdb.DoltCommitParams{Message: message, Author: author})
+		if c.All {
+			err = q.DoltCommitAll(ctx, conn, doltdb.DoltCommitAllParams{Message: c.Message, Author: c.Author})
+		} else {
+			err = q.DoltAddIssues(ctx, conn)
+			if err == nil && c.Labels {
+				err = q.DoltAddLabels(ctx, conn)
+			}
+			if err == nil {
+				err = q.DoltCommit(ctx, conn, doltdb.DoltCommitParams{Message: c.Message, Author: c.Author})
+			}
 		}
 		if err != nil && strings.Contains(err.Error(), "nothing to commit") {
 			err = nil
 		}
-		if !IsConflict(err) || try >= 20 {
+		if !IsConflict(err) || c.InTx || try >= 20 {
 			return err
 		}
 		time.Sleep(time.Duration(try*10) * time.Millisecond)

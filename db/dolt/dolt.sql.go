@@ -45,6 +45,23 @@ func (q *Queries) DoltCommit(ctx context.Context, db DBTX, arg DoltCommitParams)
 	return err
 }
 
+const doltCommitAll = `-- name: DoltCommitAll :exec
+CALL DOLT_COMMIT('-Am', ?, '--author', ?)
+`
+
+type DoltCommitAllParams struct {
+	Message interface{}
+	Author  interface{}
+}
+
+// DoltCommitAll stages every table that is not dolt_ignored and commits
+// it, with bd's message and author, as bd's proxied-server mode commits
+// (DOLT_COMMIT('-Am') at the end of the write's transaction).
+func (q *Queries) DoltCommitAll(ctx context.Context, db DBTX, arg DoltCommitAllParams) error {
+	_, err := db.ExecContext(ctx, doltCommitAll, arg.Message, arg.Author)
+	return err
+}
+
 const workingSetHash = `-- name: WorkingSetHash :one
 SELECT CONCAT(DOLT_HASHOF_DB()) AS hash
 `

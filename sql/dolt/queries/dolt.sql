@@ -26,3 +26,9 @@ CALL DOLT_ADD('labels');
 -- WorkingSetHash is the hash of the working set, new after every SQL commit
 -- (CONCAT: sqlc then types it as text).
 SELECT CONCAT(DOLT_HASHOF_DB()) AS hash;
+
+-- name: DoltCommitAll :exec
+-- DoltCommitAll stages every table that is not dolt_ignored and commits
+-- it, with bd's message and author, as bd's proxied-server mode commits
+-- (DOLT_COMMIT('-Am') at the end of the write's transaction).
+CALL DOLT_COMMIT('-Am', sqlc.arg(message), '--author', sqlc.arg(author));

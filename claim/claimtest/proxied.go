@@ -1,0 +1,88 @@
+package claimtest
+
+import (
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/icmd"
+)
+
+// Proxied is a workspace in bd v1.3.0's proxied-server mode, made by the
+// real `bd init --proxied-server`: bd's proxy (`bd db-proxy-child`) in front
+// of a dolt sql-server it starts, both rooted at .beads/dolt.
+type Proxied struct {
+	BdRunner
+	Prefix string
+	Root   string // the proxy's root, .beads/dolt
+}
+
+// ProxiedWorkspace makes a new proxied-server workspace as Gas City makes
+// its scopes: `git init`, then `bd init --proxied-server
+// --proxied-server-idle-timeout 0 --prefix prefix` (the proxy never stops
+// by itself). bd finds dolt on PATH: a directory of the test's own holds
+// the real dolt 2.2.0 as `dolt`. The proxy and its server are stopped
+// (`bd dolt stop`) at the end of t. bd runs as actor bd-test unless told
+// otherwise (As). Under -short, it skips.
+func ProxiedWorkspace(t testing.TB, prefix string) *Proxied {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the real bd v1.3.0 and dolt 2.2.0 (skipped under -short)")
+	}
+	for _, bin := range []string{DoltBin(), BdDoltBin()} {
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("%v: the proxied-server tests need bd v1.3.0 and dolt 2.2.0: run `make dolt`", err)
+		}
+	}
+	home, bin := t.TempDir(), t.TempDir()
+	assert.NilError(t, os.Symlink(DoltBin(), filepath.Join(bin, "dolt")))
+	gitconfig := "[user]\n\tname = bd-test\n\temail = bd-test@example.invalid\n[init]\n\tdefaultBranch = main\n"
+	assert.NilError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644))
+	w := &Proxied{Prefix: prefix, BdRunner: BdRunner{t: t, bin: BdDoltBin(), actorVar: "BEADS_ACTOR", Dir: t.TempDir(), Env: []string{
+		"HOME=" + home,
+		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), // dolt, and git
+		"TZ=UTC",
+		"BEADS_ACTOR=bd-test",
+		"BD_DISABLE_METRICS=1", "DO_NOT_TRACK=1", "DOLT_METRICS_DISABLED=1",
+		"BD_NO_PAGER=1", "NO_COLOR=1",
+		"GIT_CONFIG_NOSYSTEM=1",
+	}}}
+	w.Root = filepath.Join(w.Dir, ".beads", "dolt")
+	icmd.RunCmd(icmd.Command("git", "init", "-q"), icmd.Dir(w.Dir), icmd.WithEnv(w.Env...)).Assert(t, icmd.Success)
+	t.Cleanup(func() { w.Bd("dolt", "stop") })
+	w.OK("init", "--proxied-server", "--proxied-server-idle-timeout", "0", "--prefix", prefix,
+		"--non-interactive", "--skip-hooks", "--skip-agents", "--quiet")
+	return w
+}
+
+// As is the same workspace with bd acting as another actor (BEADS_ACTOR).
+func (w *Proxied) As(actor string) *Proxied {
+	c := *w
+	c.BdRunner = w.as(actor)
+	return &c
+}
+
+// Port is the data port the workspace's proxy publishes in proxy.pid.
+func (w *Proxied) Port(t testing.TB) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(w.Root, "proxy.pid"))
+	assert.NilError(t, err)
+	var pid struct{ Port int }
+	assert.NilError(t, json.Unmarshal(b, &pid))
+	return pid.Port
+}
+
+// DB connects to the workspace's database through its proxy, as bd does
+// (user root, no password), for inspecting rows; closed at the end of t.
+func (w *Proxied) DB(t testing.TB) *sql.DB {
+	t.Helper()
+	conn, err := sql.Open("mysql", "root@tcp(127.0.0.1:"+strconv.Itoa(w.Port(t))+")/"+w.Prefix+"?parseTime=true")
+	assert.NilError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	assert.NilError(t, conn.Ping())
+	return conn
+}

@@ -1,0 +1,180 @@
+package cli_test
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/icmd"
+
+	"github.com/bdclaim/bd-claim/claim/claimtest"
+)
+
+// cellsOf reads every column of row id of table as text, by name.
+func cellsOf(t *testing.T, conn *sql.DB, table, id string) map[string]string {
+	t.Helper()
+	rows, err := conn.Query("SELECT * FROM "+table+" WHERE id = ?", id)
+	assert.NilError(t, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	assert.NilError(t, err)
+	assert.Assert(t, rows.Next(), "no issue %s", id)
+	vals := make([]any, len(cols))
+	for i := range vals {
+		vals[i] = new(any)
+	}
+	assert.NilError(t, rows.Scan(vals...))
+	out := map[string]string{}
+	for i, c := range cols {
+		out[c] = fmt.Sprint(*(vals[i].(*any)))
+	}
+	return out
+}
+
+// Twins in proxied-server mode (`bd init --proxied-server`, bd reached
+// through its proxy): pairs of issues, one moved by bd, its twin by
+// bd-claim, as the same agent. A claim by id (`bd update --claim`) and a
+// claim-next (`bd ready --claim`) change the same five cells, write the
+// same lease and claimed event, and are each one Dolt commit of one issues
+// row and five cells, authored root <root@localhost> as bd's proxied
+// commits are, with bd's messages; a release is `bd unclaim`'s commit, and
+// a reset's label removal is `bd label remove`'s ("update issue").
+func TestProxiedTwins(t *testing.T) {
+	w := claimtest.ProxiedWorkspace(t, "pt")
+	bdClaim := func(args ...string) *icmd.Result { return run(t, w.Dir, nil, args...) }
+	create := func(p string) string {
+		var iss struct{ ID string }
+		w.JSON(&iss, "create", "twin", "-p", p, "-l", "backend", "-d", "the same description")
+		return iss.ID
+	}
+	a, b := create("2"), create("2")
+	conn := w.DB(t)
+	beforeA, beforeB := cellsOf(t, conn, "issues", a), cellsOf(t, conn, "issues", b)
+	time.Sleep(1100 * time.Millisecond) // a later second: updated_at changes
+	w.As("agent-1").OK("update", a, "--claim", "--json")
+	time.Sleep(1100 * time.Millisecond) // another second: the commits and events tell apart
+	bdClaim("--agent", "agent-1", "--id", b).Assert(t, icmd.Success)
+	afterA, afterB := cellsOf(t, conn, "issues", a), cellsOf(t, conn, "issues", b)
+	assert.DeepEqual(t, changed(beforeA, afterA), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
+	assert.DeepEqual(t, changed(beforeB, afterB), changed(beforeA, afterA))
+	for _, c := range []string{"assignee", "status", "content_hash", "is_blocked"} {
+		assert.Equal(t, afterB[c], afterA[c], c)
+	}
+
+	type lease struct {
+		Holder, Node string
+		TTL          int
+	}
+	leaseOf := func(id string) lease {
+		var l lease
+		assert.NilError(t, conn.QueryRow("SELECT holder, granted_node, TIMESTAMPDIFF(SECOND, granted_at, lease_expires_at) FROM leases WHERE issue_id = ?", id).Scan(&l.Holder, &l.Node, &l.TTL))
+		return l
+	}
+	assert.Equal(t, leaseOf(a), lease{"agent-1", "", 300})
+	lb := leaseOf(b)
+	assert.Assert(t, lb.Holder == "agent-1" && lb.Node == "" && lb.TTL >= 300 && lb.TTL <= 301, "%+v", lb)
+
+	type event struct {
+		Type, Actor, Old, New string
+		Comment               *string
+	}
+	eventOf := func(id, typ string) event {
+		var e event
+		assert.NilError(t, conn.QueryRow("SELECT event_type, actor, COALESCE(old_value, ''), COALESCE(new_value, ''), comment FROM events WHERE issue_id = ? AND event_type = ?", id, typ).
+			Scan(&e.Type, &e.Actor, &e.Old, &e.New, &e.Comment))
+		return e
+	}
+	keys := func(s string) []string {
+		var m map[string]any
+		assert.NilError(t, json.Unmarshal([]byte(s), &m))
+		var k []string
+		for key := range m {
+			k = append(k, key)
+		}
+		slices.Sort(k)
+		return k
+	}
+	twinEvents := func(a, b, typ string) {
+		t.Helper()
+		ea, eb := eventOf(a, typ), eventOf(b, typ)
+		assert.Equal(t, eb.Type+"/"+eb.Actor+"/"+eb.New, ea.Type+"/"+ea.Actor+"/"+ea.New)
+		assert.Assert(t, ea.Comment == nil && eb.Comment == nil)
+		assert.DeepEqual(t, keys(eb.Old), keys(ea.Old))
+	}
+	twinEvents(a, b, "claimed")
+
+	type commit struct{ Message, Committer, Email string }
+	log := func(n int) []commit {
+		t.Helper()
+		var out []commit
+		rows, err := conn.Query("SELECT message, committer, email FROM dolt_log LIMIT ?", n)
+		assert.NilError(t, err)
+		defer rows.Close()
+		for rows.Next() {
+			var c commit
+			assert.NilError(t, rows.Scan(&c.Message, &c.Committer, &c.Email))
+			out = append(out, c)
+		}
+		assert.NilError(t, rows.Err())
+		return out
+	}
+	stat := func(r string) string {
+		t.Helper()
+		var table string
+		var rowsModified, cells int
+		assert.NilError(t, conn.QueryRow("SELECT table_name, rows_modified, cells_modified FROM dolt_diff_stat('"+r+"~1', '"+r+"')").Scan(&table, &rowsModified, &cells))
+		return fmt.Sprintf("%s %d %d", table, rowsModified, cells)
+	}
+	root := func(message string) commit { return commit{message, "root", "root@localhost"} }
+	assert.DeepEqual(t, log(2), []commit{root("bd: update " + b), root("bd: update " + a)})
+	assert.Equal(t, stat("HEAD~1"), "issues 1 5")
+	assert.Equal(t, stat("HEAD"), "issues 1 5")
+
+	// Claim-next: bd ready --claim takes one of two new P0 issues, bd-claim
+	// the other.
+	c, d := create("0"), create("0")
+	field := func(id, col string) string {
+		var v string
+		assert.NilError(t, conn.QueryRow("SELECT COALESCE("+col+", '') FROM issues WHERE id = ?", id).Scan(&v))
+		return v
+	}
+	time.Sleep(1100 * time.Millisecond)
+	w.As("agent-2").OK("ready", "--claim", "--json")
+	if field(d, "assignee") == "agent-2" {
+		c, d = d, c
+	}
+	assert.Equal(t, field(c, "assignee"), "agent-2")
+	time.Sleep(1100 * time.Millisecond)
+	var res struct{ Issue struct{ ID string } }
+	assert.NilError(t, json.Unmarshal([]byte(bdClaim("--agent", "agent-2", "--quiet").Assert(t, icmd.Success).Stdout()), &res))
+	assert.Equal(t, res.Issue.ID, d)
+	twinEvents(c, d, "claimed")
+	assert.DeepEqual(t, log(2), []commit{root("bd: claim ready " + d), root("bd: claim ready " + c)})
+	assert.Equal(t, stat("HEAD~1"), "issues 1 5")
+	assert.Equal(t, stat("HEAD"), "issues 1 5")
+
+	// Releases: bd unclaim and bd-claim release.
+	w.As("agent-2").OK("unclaim", c)
+	bdClaim("release", "--agent", "agent-2", "--id", d).Assert(t, icmd.Success)
+	twinEvents(c, d, "unclaimed")
+	assert.DeepEqual(t, log(2), []commit{root("bd: unclaim " + d), root("bd: unclaim " + c)})
+	assert.Equal(t, field(d, "status")+"/"+field(d, "assignee"), field(c, "status")+"/"+field(c, "assignee"))
+
+	// A label removed by bd label remove, and by bd-claim reset (an
+	// abandoned issue's label).
+	for _, id := range []string{c, d} {
+		w.OK("label", "add", id, "claim:abandoned")
+	}
+	w.OK("label", "remove", c, "claim:abandoned")
+	bdClaim("reset", "--id", d).Assert(t, icmd.Success)
+	assert.DeepEqual(t, log(2), []commit{root("update issue"), root("update issue")})
+	assert.Equal(t, stat("HEAD"), stat("HEAD~1"))
+	assert.Equal(t, stat("HEAD"), "labels 0 0") // a row deleted, none modified
+	var left int
+	assert.NilError(t, conn.QueryRow("SELECT count(*) FROM labels WHERE label = 'claim:abandoned'").Scan(&left))
+	assert.Equal(t, left, 0)
+}
