@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -19,7 +21,7 @@ import (
 // ports another workspace's proxy now listens on (ports are reused): that
 // proxy does not prove to be this workspace's, and bd-claim writes nothing
 // there. Once a bd command has started the workspace's proxy again (bd
-// quarantines the stale record), bd-claim claims.
+// quarantines the stale record), bd-claim claims, under bd's gates.
 func TestProxiedRefusals(t *testing.T) {
 	a, b := claimtest.ProxiedWorkspace(t, "ra"), claimtest.ProxiedWorkspace(t, "rb")
 	var iss, other struct{ ID string }
@@ -66,6 +68,20 @@ func TestProxiedRefusals(t *testing.T) {
 	s, err := claim.Open(ctx, ws, claim.Options{})
 	assert.NilError(t, err)
 	defer s.Close()
+
+	// bd's gate of the proxy's root (.beads/dolt.gate.lock), held by a
+	// maintenance command: the claim stops at once, as bd does.
+	gate := filepath.Join(a.Dir, ".beads", "dolt.gate.lock")
+	f, err := os.OpenFile(gate, os.O_CREATE|os.O_RDWR, 0o600)
+	assert.NilError(t, err)
+	assert.NilError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+	_, err = s.Claim(ctx, claim.Request{Agent: "x"})
+	assert.Equal(t, claim.ErrorCode(err), claim.EUnavailable, "%v", err)
+	assert.ErrorContains(t, err, "a maintenance operation is running on this workspace (another bd process holds "+gate+")")
+	r := a.Bd("show", iss.ID)
+	assert.Assert(t, strings.Contains(r.Combined(), "a maintenance operation is running"), "bd refuses too: %s", r.Combined())
+	f.Close()
+
 	res, err := s.Claim(ctx, claim.Request{Agent: "x"})
 	assert.NilError(t, err)
 	assert.Equal(t, res.Issue.ID, iss.ID)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +43,8 @@ func cellsOf(t *testing.T, conn *sql.DB, table, id string) map[string]string {
 // same lease and claimed event, and are each one Dolt commit of one issues
 // row and five cells, authored root <root@localhost> as bd's proxied
 // commits are, with bd's messages; a release is `bd unclaim`'s commit, and
-// a reset's label removal is `bd label remove`'s ("update issue").
+// a reset's label removal is `bd label remove`'s ("update issue"). With
+// the proxy stopped, bd-claim exits 4 and says how to start it.
 func TestProxiedTwins(t *testing.T) {
 	w := claimtest.ProxiedWorkspace(t, "pt")
 	bdClaim := func(args ...string) *icmd.Result { return run(t, w.Dir, nil, args...) }
@@ -177,4 +179,11 @@ func TestProxiedTwins(t *testing.T) {
 	var left int
 	assert.NilError(t, conn.QueryRow("SELECT count(*) FROM labels WHERE label = 'claim:abandoned'").Scan(&left))
 	assert.Equal(t, left, 0)
+
+	// With the proxy stopped, bd-claim refuses at once, exit 4, and says
+	// how to start it.
+	w.OK("dolt", "stop")
+	r := bdClaim("--agent", "agent-3")
+	r.Assert(t, icmd.Expected{ExitCode: 4, Out: `"code":"DB_UNAVAILABLE"`})
+	assert.Assert(t, strings.Contains(r.Stdout(), "run any bd command in the workspace (`bd list`), which starts (or replaces) it"), r.Stdout())
 }
