@@ -61,8 +61,8 @@ func TestProxiedTwins(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // another second: the commits and events tell apart
 	bdClaim("--agent", "agent-1", "--id", b).Assert(t, icmd.Success)
 	afterA, afterB := cellsOf(t, conn, "issues", a), cellsOf(t, conn, "issues", b)
-	assert.DeepEqual(t, changed(beforeA, afterA), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
-	assert.DeepEqual(t, changed(beforeB, afterB), changed(beforeA, afterA))
+	assert.DeepEqual(t, claimtest.Changed(beforeA, afterA), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
+	assert.DeepEqual(t, claimtest.Changed(beforeB, afterB), claimtest.Changed(beforeA, afterA))
 	for _, c := range []string{"assignee", "status", "content_hash", "is_blocked"} {
 		assert.Equal(t, afterB[c], afterA[c], c)
 	}
