@@ -28,22 +28,7 @@ func issueCells(t *testing.T, w *claimtest.DoltWorkspace, id string) map[string]
 // text, by name.
 func rowCells(t *testing.T, w *claimtest.DoltWorkspace, table, id string) map[string]string {
 	t.Helper()
-	rows, err := w.DB(t).Query("SELECT * FROM "+table+" WHERE id = ?", id)
-	assert.NilError(t, err)
-	defer rows.Close()
-	cols, err := rows.Columns()
-	assert.NilError(t, err)
-	assert.Assert(t, rows.Next(), "no issue %s", id)
-	vals := make([]any, len(cols))
-	for i := range vals {
-		vals[i] = new(any)
-	}
-	assert.NilError(t, rows.Scan(vals...))
-	out := map[string]string{}
-	for i, c := range cols {
-		out[c] = fmt.Sprint(*(vals[i].(*any)))
-	}
-	return out
+	return cellsOf(t, w.DB(t), table, id)
 }
 
 // Twins: one issue claimed by bd-claim --id, its twin by `bd update
