@@ -267,7 +267,7 @@ func (t *doltTx) claimState(id string) (claimEvent, error) {
 
 // wispClaim is the claim of a wisp: its holder and row_lock, never a lease.
 func wispClaim(id, status, holder string, rowLock int64) claimEvent {
-	return claimEvent{IssueID: id, Status: status, Holder: holder, ID: claimIDOf(rowLock), wisp: true}
+	return claimEvent{IssueID: id, Status: status, Holder: holder, ID: claimIDOf(rowLock), leaseless: true}
 }
 
 // doltClaim is the claim of an issue read by IssueClaimState: its lease
@@ -281,7 +281,7 @@ func (t *doltTx) claimOf(st doltdb.IssueClaimStateRow) claimEvent {
 		c.At = st.GrantedAt.Time.UTC().Format(doltTime)
 		c.Until = st.LeaseExpiresAt.Time.UTC().Format(leaseTime)
 		c.Expired = !st.LeaseExpiresAt.Time.After(t.now)
-		c.leaseFor = st.LeaseExpiresAt.Time.Sub(st.HeartbeatAt.Time)
+		c.length = st.LeaseExpiresAt.Time.Sub(st.HeartbeatAt.Time)
 	}
 	return c
 }
@@ -342,12 +342,12 @@ func (t *doltTx) held() ([]claimEvent, error) {
 // finds nothing staged (the wisp tables are dolt_ignored), as bd's does.
 func (t *doltTx) take(c choice, req Request) (Result, error) {
 	res := c.result()
-	wisp := c.r.dolt.wisp
+	table := c.r.dolt.table
 	if c.held != nil {
 		// A re-claim writes nothing but the lease it asks for; its Dolt
 		// commit records the claim if the first run's commit was lost.
 		t.commit = "bd: update " + req.ID
-		if req.Lease > 0 && !wisp {
+		if req.Lease > 0 && table.Leased() {
 			res.Lease = newLease(t.now, req.Lease)
 			return res, t.lease(req.ID, req.Agent, res.Lease.Until)
 		}
@@ -363,30 +363,21 @@ func (t *doltTx) take(c choice, req Request) (Result, error) {
 		Assignee: text(req.Agent), Now: t.now, StartedAt: sql.NullTime{Time: t.now, Valid: true},
 		NewRowLock: lock, ID: c.r.ID, RowLock: c.r.dolt.rowLock,
 	}
-	var n int64
-	var err error
-	if wisp {
-		n, err = t.dq.WispClaimSet(t.ctx, t.conn, doltdb.WispClaimSetParams(set))
-	} else {
-		n, err = t.dq.IssueClaimSet(t.ctx, t.conn, set)
-	}
+	n, err := table.ClaimSet(t.ctx, t.conn, set)
 	if err == nil && n != 1 {
 		err = errChanged
 	}
 	if err != nil {
 		return Result{}, err
 	}
-	if !wisp {
+	if table.Leased() {
 		res.Lease = newLease(t.now, cmp.Or(req.Lease, doltLease))
 		if err := t.lease(c.r.ID, req.Agent, res.Lease.Until); err != nil {
 			return Result{}, err
 		}
 	}
-	old := c.r.dolt.json
-	if req.ID != "" && !t.style.updateLabels {
-		old = c.r.dolt.bare
-	}
-	if err := t.event(wisp, c.r.ID, "claimed", req.Agent, text(old), text(dolt.ClaimedNewValue(req.Agent)), sql.NullString{}); err != nil {
+	old := c.r.dolt.eventJSON(req.ID == "" || t.style.updateLabels)
+	if err := t.event(table, c.r.ID, "claimed", req.Agent, text(old), text(dolt.ClaimedNewValue(req.Agent)), sql.NullString{}); err != nil {
 		return Result{}, err
 	}
 	res.ClaimID = lock
@@ -408,30 +399,11 @@ func (t *doltTx) lease(id, agent string, until time.Time) error {
 	})
 }
 
-// doltEvent appends an event with bd's content-derived id, dated now
-// truncated to the second as bd binds it: to events, or for a wisp to
-// wisp_events, where bd stores ” for a NULL value or comment
-// (InsertDerivedEventReturningID).
-func (t *doltTx) event(wisp bool, id, eventType, actor string, oldValue, newValue, comment sql.NullString) error {
-	if wisp {
-		for _, v := range []*sql.NullString{&oldValue, &newValue, &comment} {
-			v.Valid = true
-		}
-	}
-	e := dolt.Event{IssueID: id, Type: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment,
-		CreatedAt: t.now.UTC().Truncate(time.Second)}
-	eid, err := dolt.NewEventID(t.ctx, t.conn, wisp, e)
-	switch {
-	case err != nil:
-	case wisp:
-		err = t.dq.WispEventInsert(t.ctx, t.conn, doltdb.WispEventInsertParams{ID: eid, IssueID: id, EventType: eventType, Actor: text(actor),
-			OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: sql.NullTime{Time: e.CreatedAt, Valid: true}})
-	default:
-		err = t.dq.EventInsert(t.ctx, t.conn, doltdb.EventInsertParams{
-			ID: eid, IssueID: id, EventType: eventType, Actor: actor, OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: e.CreatedAt,
-		})
-	}
-	return err
+// event appends an event to table's events (dolt.Table.InsertEvent),
+// dated now truncated to the second as bd binds it.
+func (t *doltTx) event(table dolt.Table, id, eventType, actor string, oldValue, newValue, comment sql.NullString) error {
+	return table.InsertEvent(t.ctx, t.conn, dolt.Event{IssueID: id, Type: eventType, Actor: actor,
+		OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: t.now.UTC().Truncate(time.Second)})
 }
 
 // write is Dolt's frame: fn runs on a writer's connection of the Store's
@@ -577,7 +549,7 @@ func (t *doltTx) labelled(r *row, actor, verb, event, comment string) error {
 	if t.commit == "" {
 		t.commit = t.style.label(verb, r.ID)
 	}
-	return t.event(false, r.ID, event, actor, sql.NullString{}, sql.NullString{}, text(comment))
+	return t.event(dolt.Table{}, r.ID, event, actor, sql.NullString{}, sql.NullString{}, text(comment))
 }
 
 // comment adds none: the events' comments carry bd-claim's notes on Dolt
@@ -587,7 +559,7 @@ func (t *doltTx) comment(string, string, string) error { return nil }
 
 // resetMark is the commented event alone (events are not versioned).
 func (t *doltTx) resetMark(r *row, actor, comment string) error {
-	return t.event(false, r.ID, "commented", actor, sql.NullString{}, sql.NullString{}, text(comment))
+	return t.event(dolt.Table{}, r.ID, "commented", actor, sql.NullString{}, sql.NullString{}, text(comment))
 }
 
 func (t *doltTx) eventCounts(since time.Time) (EventCounts, error) {
@@ -704,19 +676,16 @@ func (t *doltTx) read(id string) (*row, error) {
 // A wisp is released in the wisps table, its event in wisp_events, as bd
 // unclaim routes it.
 func (t *doltTx) unclaim(r *row, req ReleaseRequest) error {
+	if req.Failed && !r.dolt.table.Leased() {
+		return Errorf(EInvalid, "%s is a wisp (bd's wisps table): bd-claim keeps no failure history for wisps; release it without --failed", req.ID)
+	}
 	var comment sql.NullString
 	if req.Reason != "" || req.Failed { // bd unclaim leaves it NULL
 		comment = text(releaseComment(req))
 	}
 	lock := newRowLock()
 	set := doltdb.IssueUnclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock}
-	var n int64
-	var err error
-	if r.dolt.wisp {
-		n, err = t.dq.WispUnclaimSet(t.ctx, t.conn, doltdb.WispUnclaimSetParams(set))
-	} else {
-		n, err = t.dq.IssueUnclaimSet(t.ctx, t.conn, set)
-	}
+	n, err := r.dolt.table.UnclaimSet(t.ctx, t.conn, set)
 	if err == nil && n != 1 {
 		err = errChanged
 	}
@@ -725,7 +694,7 @@ func (t *doltTx) unclaim(r *row, req ReleaseRequest) error {
 	}
 	if err == nil {
 		newValue := `{"assignee":"","status":"open"}` // bd marshals map[string]string, keys sorted
-		err = t.event(r.dolt.wisp, r.ID, "unclaimed", req.Agent, text(r.dolt.json), text(newValue), comment)
+		err = t.event(r.dolt.table, r.ID, "unclaimed", req.Agent, text(r.dolt.eventJSON(true)), text(newValue), comment)
 	}
 	t.commit = "bd: unclaim " + r.ID
 	t.landed = &landed{id: r.ID, rowLock: lock}
@@ -748,7 +717,7 @@ func (t *doltTx) endClaim(r *row, actor, holder, note string) error {
 		err = t.dq.LeaseDelete(t.ctx, t.conn, r.ID)
 	}
 	if err == nil {
-		err = t.event(false, r.ID, "lease_reclaimed", actor, text(holder), text(""), text(expiredPrefix+note))
+		err = t.event(dolt.Table{}, r.ID, "lease_reclaimed", actor, text(holder), text(""), text(expiredPrefix+note))
 	}
 	if err != nil {
 		return err
@@ -768,10 +737,10 @@ func (t *doltTx) endClaim(r *row, actor, holder, note string) error {
 //
 // A wisp has no lease to renew: bd heartbeat refuses it too.
 func (t *doltTx) renew(id, agent string, c claimEvent, d time.Duration) (*Lease, error) {
-	if c.wisp {
+	if c.leaseless {
 		return nil, Errorf(ENotClaimable, "%s is a wisp (bd's wisps table): bd never leases a wisp, so there is no lease to renew", id)
 	}
-	l := newLease(t.now, cmp.Or(d, c.leaseFor, doltLease))
+	l := newLease(t.now, cmp.Or(d, c.length, doltLease))
 	n, err := t.dq.LeaseHeartbeat(t.ctx, t.conn, doltdb.LeaseHeartbeatParams{LeaseExpiresAt: l.Until, HeartbeatAt: t.now, IssueID: id, Holder: agent})
 	if err == nil && n == 0 {
 		err = t.lease(id, agent, l.Until)
@@ -825,20 +794,22 @@ func (e *doltEngine) landed(ctx context.Context, t *doltTx, err error) error {
 type doltSnapshot struct {
 	issue   Issue
 	rowLock int64
-	json    string
-	bare    string // json without the labels
-	wisp    bool   // a row of the wisps table
+	table   dolt.Table
+	bd      dolt.Issue // bd's reading of the row
+}
+
+// eventJSON is bd's JSON of the issue for an event's old_value, with its
+// labels or without them.
+func (s *doltSnapshot) eventJSON(labels bool) string {
+	iss := s.bd
+	if !labels {
+		iss.Labels = nil
+	}
+	return iss.EventJSON()
 }
 
 func (t *doltTx) snapshotOf(id string) (doltSnapshot, error) {
-	r, err := t.dq.IssueSnapshot(t.ctx, t.conn, id)
-	ok, err := found(err)
-	wisp := err == nil && !ok // then bd reads the wisps table
-	if wisp {
-		var w doltdb.WispSnapshotRow
-		w, err = t.dq.WispSnapshot(t.ctx, t.conn, id)
-		r = doltdb.IssueSnapshotRow(w)
-	}
+	r, table, err := dolt.Snapshot(t.ctx, t.conn, id)
 	if err != nil {
 		return doltSnapshot{}, err
 	}
@@ -846,9 +817,7 @@ func (t *doltTx) snapshotOf(id string) (doltSnapshot, error) {
 	if err != nil {
 		return doltSnapshot{}, err
 	}
-	bare := iss
-	bare.Labels = nil
-	return doltSnapshot{rowLock: r.RowLock, json: iss.EventJSON(), bare: bare.EventJSON(), wisp: wisp, issue: Issue{
+	return doltSnapshot{rowLock: r.RowLock, table: table, bd: iss, issue: Issue{
 		ID: iss.ID, Title: iss.Title, Status: iss.Status, Assignee: iss.Assignee, Priority: iss.Priority,
 		IssueType: iss.IssueType, Labels: iss.Labels, // never nil: the query gives at least []
 		ContentHash: r.ContentHash.String, ExternalRef: iss.ExternalRef,

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -198,14 +199,14 @@ type embeddedLink struct {
 	dir, database string
 	gates         dolt.Gates
 	wait          time.Duration
-	queue         *sqlite.Queue
+	queue         *sqlite.Queue // opened by the first operation (a Store that is never used makes no lock file)
+	queueOn       sync.Once
 	check         func(context.Context, *sql.Conn) error
 	checked       atomic.Bool
 }
 
 func newEmbeddedLink(e *EmbeddedDolt, beadsDir string, busy time.Duration) *embeddedLink {
-	return &embeddedLink{dir: e.Dir, database: e.Database, gates: dolt.GatesFor(beadsDir, e.Dir), wait: busy,
-		queue: sqlite.OpenQueue(sqlite.QueueDir(), e.Dir)}
+	return &embeddedLink{dir: e.Dir, database: e.Database, gates: dolt.GatesFor(beadsDir, e.Dir), wait: busy}
 }
 
 func (l *embeddedLink) commits() doltStyle { return bdStyle }
@@ -219,6 +220,7 @@ func (l *embeddedLink) prepare(_ context.Context, check func(context.Context, *s
 // busy timeout, and runs the open check in the first session.
 func (l *embeddedLink) open(ctx context.Context) (*sql.Conn, func(), error) {
 	deadline := time.Now().Add(l.wait)
+	l.queueOn.Do(func() { l.queue = sqlite.OpenQueue(sqlite.QueueDir(), l.dir) })
 	leave, _ := l.queue.Enter(l.wait) // a missed turn goes on without it
 	conn, end, err := dolt.OpenEmbedded(ctx, l.dir, l.database, time.Until(deadline), l.gates)
 	if err == nil && !l.checked.Load() {
@@ -261,4 +263,9 @@ func (l *embeddedLink) watch(context.Context, *doltEngine) (func() string, func(
 	}, func() {}, nil
 }
 
-func (l *embeddedLink) close() error { l.queue.Close(); return nil }
+func (l *embeddedLink) close() error {
+	if l.queue != nil {
+		l.queue.Close()
+	}
+	return nil
+}

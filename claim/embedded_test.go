@@ -71,24 +71,6 @@ func TestEmbeddedEngineHeld(t *testing.T) {
 	assert.Equal(t, embeddedShow(t, w, id), "in_progress/a")
 }
 
-// The driver's daily usage event is off: the variable it reads is set
-// before its init, and after opens it has left no trace of a send (the
-// file whose time it stamps when it sends one).
-func TestEmbeddedNoMetrics(t *testing.T) {
-	assert.Equal(t, os.Getenv("DOLT_METRICS_DISABLED"), "1")
-	w := claimtest.EmbeddedWorkspace(t, "nm")
-	s := openAt(t, w.Dir, w.Getenv, claim.Options{})
-	_, err := s.Claim(context.Background(), claim.Request{Agent: "a", DryRun: true})
-	assert.NilError(t, err)
-	time.Sleep(200 * time.Millisecond) // the driver sends from a goroutine
-	found := false
-	filepath.WalkDir(w.Dir, func(p string, d os.DirEntry, err error) error {
-		found = found || (err == nil && d.Name() == "dolt_embedded_metrics")
-		return nil
-	})
-	assert.Assert(t, !found, "the driver stamped dolt_embedded_metrics: it tried to send a usage event")
-}
-
 // An embedded workspace whose database is gone: the first operation (the
 // open check runs in its session) fails DB_NOT_FOUND, whether the
 // database's directory or all of .beads/embeddeddolt is missing.

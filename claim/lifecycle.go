@@ -53,9 +53,6 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 			return err
 		}
 		out.Issue, out.ClaimID = &r.Issue, c.ID
-		if req.Failed && c.wisp {
-			return Errorf(EInvalid, "%s is a wisp (bd's wisps table): bd-claim keeps no failure history for wisps; release it without --failed", req.ID)
-		}
 		if err := t.x.unclaim(r, req); err != nil {
 			return err
 		}

@@ -86,8 +86,11 @@ type claimEvent struct {
 	Actor, Comment, At      string
 	Until                   string // the lease's end as leaseTime, "" without a lease
 	Expired                 bool
-	leaseFor                time.Duration // Dolt: the lease's length, from the leases row
-	wisp                    bool          // Dolt: a row of bd's wisps table, never leased
+	// length is the lease's length where the engine records it apart from
+	// the comment (0: read it from the comment); leaseless, a claim that
+	// can hold no lease (the engine keeps none for its row).
+	length    time.Duration
+	leaseless bool
 }
 
 func (c *claimEvent) dest() []any {
@@ -103,7 +106,7 @@ func (c claimEvent) lease() *Lease {
 		return l
 	}
 	until, _ := time.Parse(leaseTime, c.Until) // a Dolt lease: written in this form by doltClaimState
-	return &Lease{Until: until, Duration: c.leaseFor}
+	return &Lease{Until: until, Duration: c.length}
 }
 
 // history is how a flavor's SQL reads the failed attempts of the

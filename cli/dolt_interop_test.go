@@ -80,17 +80,7 @@ func TestDoltTwins(t *testing.T) {
 	ea, eb := eventOf(a.ID), eventOf(b.ID)
 	assert.Equal(t, eb.Type+"/"+eb.Actor+"/"+eb.New, ea.Type+"/"+ea.Actor+"/"+ea.New)
 	assert.Assert(t, ea.Comment == nil && eb.Comment == nil)
-	keys := func(s string) []string {
-		var m map[string]any
-		assert.NilError(t, json.Unmarshal([]byte(s), &m))
-		var k []string
-		for key := range m {
-			k = append(k, key)
-		}
-		slices.Sort(k)
-		return k
-	}
-	assert.DeepEqual(t, keys(eb.Old), keys(ea.Old))
+	assert.DeepEqual(t, jsonKeys(t, eb.Old), jsonKeys(t, ea.Old))
 
 	type commit struct{ Message, Committer, Email string }
 	var commits []commit
@@ -154,16 +144,11 @@ func TestDoltWispTwins(t *testing.T) {
 			Scan(&e.ID, &e.Actor, &e.Old, &e.New, &e.Comment, &e.At))
 		return e
 	}
-	keys := func(s string) []string {
-		var m map[string]any
-		assert.NilError(t, json.Unmarshal([]byte(s), &m))
-		return slices.Sorted(maps.Keys(m))
-	}
 	sameShape := func(eventType string) {
 		t.Helper()
 		ea, eb := eventOf(a.ID, eventType), eventOf(b.ID, eventType)
 		assert.Equal(t, eb.Actor+"/"+eb.New+"/"+eb.Comment, ea.Actor+"/"+ea.New+"/"+ea.Comment, eventType)
-		assert.DeepEqual(t, keys(eb.Old), keys(ea.Old))
+		assert.DeepEqual(t, jsonKeys(t, eb.Old), jsonKeys(t, ea.Old))
 		assert.Assert(t, strings.Contains(eb.Old, `"no_history":true`), eb.Old)
 		assert.Assert(t, len(eb.ID) == 36 && eb.ID[14] == '5', "a UUIDv5 like bd's: %s", eb.ID)
 	}
@@ -356,6 +341,14 @@ func bdRace(t *testing.T, srv *claimtest.DoltServer, prefix string, bds, claimer
 		assert.Equal(t, assignee, agents[0])
 	}
 	return claims, gaveUp
+}
+
+// jsonKeys is the keys of the JSON object s, sorted.
+func jsonKeys(t *testing.T, s string) []string {
+	t.Helper()
+	var m map[string]any
+	assert.NilError(t, json.Unmarshal([]byte(s), &m))
+	return slices.Sorted(maps.Keys(m))
 }
 
 // claimUntilNone runs bd-claim as agent in dir, with env, until it finds

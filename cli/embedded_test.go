@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +18,7 @@ import (
 	"time"
 
 	"gotest.tools/v3/assert"
+	"gotest.tools/v3/icmd"
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
@@ -184,4 +188,24 @@ func drainRace(t *testing.T, w *claimtest.BdRunner, as func(agent string) *claim
 		assert.Equal(t, shown[0].Assignee, agents[0], id)
 	}
 	return claims, failed
+}
+
+// The embedded driver sends no usage event to DoltHub. Unless metrics are
+// off, the driver, once per process, creates .dolt/temptf/
+// dolt_embedded_metrics before it sends (measured with a program that
+// opens the engine without bd-claim's claim/dolt/nometrics). A claim
+// process waiting a second in a new workspace, its environment without
+// DOLT_METRICS_DISABLED, leaves no such file.
+func TestEmbeddedNoMetrics(t *testing.T) {
+	w := claimtest.EmbeddedWorkspace(t, "nm")
+	env := slices.DeleteFunc(slices.Clone(w.Env), func(kv string) bool { return strings.HasPrefix(kv, "DOLT_METRICS_DISABLED=") })
+	run(t, w.Dir, env, "--agent", "a", "--wait", "1s", "--quiet").Assert(t, icmd.Expected{ExitCode: 3})
+	found := ""
+	filepath.WalkDir(w.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "dolt_embedded_metrics" {
+			found = p
+		}
+		return nil
+	})
+	assert.Equal(t, found, "", "the driver prepared a usage event")
 }

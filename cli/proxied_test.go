@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,22 +89,12 @@ func TestProxiedTwins(t *testing.T) {
 			Scan(&e.Type, &e.Actor, &e.Old, &e.New, &e.Comment))
 		return e
 	}
-	keys := func(s string) []string {
-		var m map[string]any
-		assert.NilError(t, json.Unmarshal([]byte(s), &m))
-		var k []string
-		for key := range m {
-			k = append(k, key)
-		}
-		slices.Sort(k)
-		return k
-	}
 	twinEvents := func(a, b, typ string) {
 		t.Helper()
 		ea, eb := eventOf(a, typ), eventOf(b, typ)
 		assert.Equal(t, eb.Type+"/"+eb.Actor+"/"+eb.New, ea.Type+"/"+ea.Actor+"/"+ea.New)
 		assert.Assert(t, ea.Comment == nil && eb.Comment == nil)
-		assert.DeepEqual(t, keys(eb.Old), keys(ea.Old))
+		assert.DeepEqual(t, jsonKeys(t, eb.Old), jsonKeys(t, ea.Old))
 	}
 	twinEvents(a, b, "claimed")
 
