@@ -334,3 +334,79 @@ func TestDoltMaintenanceGate(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, res.Issue.ID, id)
 }
+
+// A writer that waits for the writers' lock past the busy timeout gives up
+// busy (EBusy, exit 4) and changes nothing, as a SQLite claim does when the
+// database stays locked: it does not go on without the lock (writers that
+// did raced each other and bd's own claims into lost commits). Once the
+// lock is free the claim goes through.
+func TestDoltWritersLockTimeout(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "wl")
+	id := bdCreate(t, w, "one")
+	conn, err := w.DB(t).Conn(context.Background())
+	assert.NilError(t, err)
+	defer conn.Close()
+	var taken int
+	assert.NilError(t, conn.QueryRowContext(context.Background(), "SELECT GET_LOCK(?, 0)", "bd-claim/"+w.Database).Scan(&taken))
+	assert.Equal(t, taken, 1)
+	s := doltStore(t, w, claim.Options{BusyTimeout: 100 * time.Millisecond})
+	before := claimtest.DoltRows(t, w.DB(t))
+	began := time.Now()
+	_, err = s.Claim(context.Background(), claim.Request{Agent: "a"})
+	assert.Equal(t, claim.ErrorCode(err), claim.EBusy, "%v", err)
+	assert.ErrorContains(t, err, "other bd-claim writers held the workspace's writers' lock past the timeout (1 s)")
+	assert.Assert(t, time.Since(began) >= time.Second, "it waited for the lock: %v", time.Since(began))
+	assert.DeepEqual(t, claimtest.DoltRows(t, w.DB(t)), before)
+	_, err = conn.ExecContext(context.Background(), "SELECT RELEASE_LOCK(?)", "bd-claim/"+w.Database)
+	assert.NilError(t, err)
+	res, err := s.Claim(context.Background(), claim.Request{Agent: "a"})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Issue.ID, id)
+}
+
+// A claim that waited for other bd-claim writers (a swarm is claiming)
+// takes one of the first 8 candidates of the most urgent priority at
+// random, not always the head that every `bd ready --claim` goes for;
+// never a less urgent issue while a more urgent one is ready. Without
+// waiting, it takes the head.
+func TestDoltQueuedClaimSpreads(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "qs")
+	urgent := bdCreate(t, w, "urgent", "-p", "0")
+	var tier []string
+	for i := range 8 {
+		tier = append(tier, bdCreate(t, w, fmt.Sprint("tier ", i), "-p", "1"))
+	}
+	ctx := context.Background()
+	s := doltStore(t, w, claim.Options{})
+	lock, err := w.DB(t).Conn(ctx)
+	assert.NilError(t, err)
+	defer lock.Close()
+	queued := func() string {
+		var taken int
+		assert.NilError(t, lock.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", "bd-claim/"+w.Database).Scan(&taken))
+		assert.Equal(t, taken, 1)
+		time.AfterFunc(300*time.Millisecond, func() { lock.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", "bd-claim/"+w.Database) })
+		began := time.Now()
+		res, err := s.Claim(ctx, claim.Request{Agent: "a"})
+		assert.NilError(t, err)
+		assert.Assert(t, time.Since(began) >= 300*time.Millisecond, "the claim waited for the lock")
+		return res.Issue.ID
+	}
+	assert.Equal(t, queued(), urgent, "never a less urgent issue")
+	heads := 0
+	for range 5 {
+		var ready []struct{ ID string }
+		w.JSON(&ready, "ready", "-n", "0")
+		got := queued()
+		assert.Assert(t, slices.Contains(tier, got), got)
+		if got == ready[0].ID {
+			heads++
+		}
+	}
+	assert.Assert(t, heads < 5, "5 waiting claims all took bd ready's head (chance 1 in 6,720 if they spread)")
+	var ready []struct{ ID string }
+	w.JSON(&ready, "ready", "-n", "0")
+	res, err := s.Claim(ctx, claim.Request{Agent: "a"})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Issue.ID, ready[0].ID, "a claim that did not wait takes the head")
+}

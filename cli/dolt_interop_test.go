@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -303,7 +305,7 @@ func bdRace(t *testing.T, srv *claimtest.DoltServer, prefix string, bds, claimer
 		wg.Go(func() {
 			dir := []*claimtest.DoltWorkspace{w, &clone}[p%2]
 			agent := fmt.Sprint("claim-", p)
-			ids, _ := claimUntilNone(t, dir.Dir, dir.Env, agent, false)
+			ids, _ := claimUntilNone(t, dir.Dir, dir.Env, agent)
 			mu.Lock()
 			for _, id := range ids {
 				claims[id] = append(claims[id], agent)
@@ -352,13 +354,14 @@ func jsonKeys(t *testing.T, s string) []string {
 }
 
 // claimUntilNone runs bd-claim as agent in dir, with env, until it finds
-// no issue (exit 3), and returns the ids it claimed. With retryBusy, an
-// exit 4 (retry later) is tried again, as an agent's loop does, and counted
-// in busy; any other exit fails the test.
-func claimUntilNone(t *testing.T, dir string, env []string, agent string, retryBusy bool) (ids []string, busy int) {
+// no issue (exit 3), and returns the ids it claimed. An exit 4 (retry
+// later: the writers' lock stayed held past --timeout-ms) is tried again,
+// as an agent's loop does, and counted in busy; any other exit fails the
+// test.
+func claimUntilNone(t *testing.T, dir string, env []string, agent string) (ids []string, busy int) {
 	for {
 		r := run(t, dir, env, "--agent", agent, "--quiet")
-		if r.ExitCode == 4 && retryBusy {
+		if r.ExitCode == 4 {
 			busy++
 			continue
 		}
@@ -393,4 +396,109 @@ func TestDoltDirectoryLabelsAsBdReady(t *testing.T) {
 	r = run(t, sub, w.Env, "--agent", "a", "--dry-run", "--quiet")
 	r.Assert(t, icmd.Success)
 	assert.Assert(t, strings.Contains(r.Stdout(), `"id":"`+mav+`"`) && strings.Contains(r.Stdout(), `"include_labels":["maverick"]`), r.Stdout())
+}
+
+// drainRace races bds `bd ready --claim` processes (bd as agent: as)
+// against claimers bd-claim loops (claimUntilNone, an exit 4 tried again)
+// in the workspace w, until nothing is left, and checks that no issue is
+// held twice and that each holder is the assignee. It returns the holders
+// by issue and how many bd processes failed (any exit but 0, logged).
+func drainRace(t *testing.T, w *claimtest.BdRunner, as func(agent string) *claimtest.BdRunner, bds, claimers int) (map[string][]string, int) {
+	var mu sync.Mutex
+	claims := map[string][]string{}
+	failed, busy := 0, 0
+	var wg sync.WaitGroup
+	for p := range claimers {
+		wg.Go(func() {
+			agent := fmt.Sprint("claim-", p)
+			ids, b := claimUntilNone(t, w.Dir, w.Env, agent)
+			mu.Lock()
+			defer mu.Unlock()
+			busy += b
+			for _, id := range ids {
+				claims[id] = append(claims[id], agent)
+			}
+		})
+	}
+	for p := range bds {
+		wg.Go(func() {
+			agent := fmt.Sprint("bd-", p)
+			began := time.Now()
+			r := as(agent).Bd("ready", "--claim", "--json")
+			took := time.Since(began).Round(time.Millisecond)
+			var out []struct{ ID string }
+			if r.ExitCode == 0 {
+				assert.Check(t, json.Unmarshal([]byte(r.Stdout()), &out), r.Stdout())
+			} else {
+				t.Logf("bd ready --claim failed after %v: %s", took, r.Combined())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			failed += min(r.ExitCode, 1)
+			for _, i := range out {
+				claims[i.ID] = append(claims[i.ID], agent)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("bd-claim processes told to retry later (exit 4) that tried again: %d", busy)
+	for id, agents := range claims {
+		assert.Equal(t, len(agents), 1, "%s claimed by %v", id, agents)
+		var shown []struct{ Assignee string }
+		w.JSON(&shown, "show", id)
+		assert.Equal(t, shown[0].Assignee, agents[0], id)
+	}
+	return claims, failed
+}
+
+// killRandomly starts 4 claim processes 6 times in the workspace dir (with
+// env) and kills each (kill -9) at a random moment in its first 400 ms.
+func killRandomly(t *testing.T, dir string, env []string) {
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
+	for round := range 6 {
+		var wg sync.WaitGroup
+		for p := range 4 {
+			pause := time.Duration(rng.IntN(400)) * time.Millisecond
+			wg.Go(func() {
+				cmd := exec.Command(binary, "--agent", fmt.Sprintf("k-%d-%d", round, p), "--quiet")
+				cmd.Dir, cmd.Env = dir, append(baseEnv(), env...)
+				assert.Check(t, cmd.Start())
+				time.Sleep(pause)
+				cmd.Process.Kill()
+				cmd.Wait()
+			})
+		}
+		wg.Wait()
+	}
+}
+
+// noHalfClaims checks, on a Dolt workspace's database after killRandomly,
+// that no claim is half written: every issue is either open with no
+// lease and no claimed event, or in_progress with its holder's lease and
+// claimed event, and the issues table has no change outside a Dolt
+// commit. It returns how many issues are claimed.
+func noHalfClaims(t *testing.T, conn claimtest.Querier) int {
+	t.Helper()
+	rows := claimtest.Strings(t, conn, `SELECT CONCAT_WS('|', i.id, i.status, COALESCE(i.assignee, ''),
+		(SELECT count(*) FROM leases l WHERE l.issue_id = i.id AND l.holder = i.assignee),
+		(SELECT count(*) FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee),
+		(SELECT count(*) FROM leases l WHERE l.issue_id = i.id),
+		(SELECT count(*) FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed')) FROM issues i ORDER BY i.id`)
+	claimed := 0
+	for _, r := range rows {
+		f := strings.Split(r, "|")
+		switch f[1] {
+		case "open":
+			assert.Check(t, f[2] == "" && f[5] == "0" && f[6] == "0", "open issue with claim traces: %s", r)
+		case "in_progress":
+			claimed++
+			assert.Check(t, strings.HasPrefix(f[2], "k-") && f[3] == "1" && f[4] == "1" && f[5] == "1" && f[6] == "1", "half claim: %s", r)
+		default:
+			t.Errorf("unexpected row: %s", r)
+		}
+	}
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 0,
+		"the issues table has changes outside a Dolt commit")
+	t.Logf("%d of %d issues claimed by 24 processes killed at random", claimed, len(rows))
+	return claimed
 }

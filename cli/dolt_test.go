@@ -229,8 +229,9 @@ func TestDoltCLIBadConnections(t *testing.T) {
 	assert.DeepEqual(t, claimtest.DoltRows(t, conn), before)
 }
 
-// 32 bd-claim processes drain a workspace: every issue is claimed exactly
-// once; 16 racing --id on one issue: one winner.
+// 32 bd-claim processes drain a workspace (an exit 4, busy, tried again):
+// every issue is claimed exactly once; 16 racing --id on one issue: one
+// winner.
 func TestDoltCLIRaces(t *testing.T) {
 	w := claimtest.NeedDolt(t).Workspace(t, "race")
 	conn := w.DB(t)
@@ -247,6 +248,9 @@ func TestDoltCLIRaces(t *testing.T) {
 				mu.Lock()
 				exits[r.ExitCode]++
 				mu.Unlock()
+				if r.ExitCode == 4 { // the writers' lock stayed held past --timeout-ms: retry, as an agent does
+					continue
+				}
 				if r.ExitCode != 0 {
 					if r.ExitCode != 3 {
 						t.Errorf("%s: %s", agent, r.Combined())
@@ -283,7 +287,7 @@ func TestDoltCLIRaces(t *testing.T) {
 			switch r.ExitCode {
 			case 0:
 				wins++
-			case 7:
+			case 7, 4: // taken by another, or the writers' lock stayed held past --timeout-ms
 			default:
 				t.Errorf("exit %d: %s", r.ExitCode, r.Combined())
 			}

@@ -4,16 +4,12 @@ package cli_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,55 +55,19 @@ func TestEmbeddedRaceWithBd(t *testing.T) {
 	assert.Assert(t, float64(failed)/8 <= float64(aloneFailed)/8+0.25, "beside bd-claim %d of 8 bd processes failed; alone, %d of 8", failed, aloneFailed)
 }
 
-// kill -9 of claim processes at random moments leaves no half claim: every
-// issue is either open with no lease and no claimed event, or in_progress
-// with its holder's lease and claimed event, and the issues table has no
-// change outside a Dolt commit; bd then works on the workspace (the
-// engine's lock died with the processes).
+// kill -9 of claim processes at random moments leaves no half claim
+// (killRandomly); bd then works on the workspace (the engine's lock died
+// with the processes).
 func TestEmbeddedKill9(t *testing.T) {
 	w := claimtest.EmbeddedWorkspace(t, "k9")
 	embeddedIssues(t, w, "k9", 40)
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
-	for round := range 6 {
-		var wg sync.WaitGroup
-		for p := range 4 {
-			wg.Go(func() {
-				cmd := exec.Command(binary, "--agent", fmt.Sprintf("k-%d-%d", round, p), "--quiet")
-				cmd.Dir, cmd.Env = w.Dir, append(baseEnv(), w.Env...)
-				assert.Check(t, cmd.Start())
-				time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
-				cmd.Process.Kill()
-				cmd.Wait()
-			})
-		}
-		wg.Wait()
-	}
+	killRandomly(t, w.Dir, w.Env)
 	ws, err := claim.FindWorkspace(claim.Locate{Start: w.Dir, Getenv: w.Getenv})
 	assert.NilError(t, err)
 	conn, end, err := dolt.OpenEmbedded(context.Background(), ws.Embedded.Dir, ws.Embedded.Database, 10*time.Second, nil)
 	assert.NilError(t, err)
-	rows := claimtest.Strings(t, conn, `SELECT CONCAT_WS('|', i.id, i.status, COALESCE(i.assignee, ''),
-		(SELECT count(*) FROM leases l WHERE l.issue_id = i.id AND l.holder = i.assignee),
-		(SELECT count(*) FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee),
-		(SELECT count(*) FROM leases l WHERE l.issue_id = i.id),
-		(SELECT count(*) FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed')) FROM issues i ORDER BY i.id`)
-	uncommitted := claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'")
+	claimed := noHalfClaims(t, conn)
 	end()
-	claimed := 0
-	for _, r := range rows {
-		f := strings.Split(r, "|")
-		switch f[1] {
-		case "open":
-			assert.Check(t, f[2] == "" && f[5] == "0" && f[6] == "0", "open issue with claim traces: %s", r)
-		case "in_progress":
-			claimed++
-			assert.Check(t, strings.HasPrefix(f[2], "k-") && f[3] == "1" && f[4] == "1" && f[5] == "1" && f[6] == "1", "half claim: %s", r)
-		default:
-			t.Errorf("unexpected row: %s", r)
-		}
-	}
-	assert.Equal(t, uncommitted, 0, "the issues table has changes outside a Dolt commit")
-	t.Logf("%d of %d issues claimed by 24 processes killed at random", claimed, len(rows))
 	var list []struct{ ID string }
 	w.JSON(&list, "list", "--status", "in_progress", "--limit", "0")
 	assert.Equal(t, len(list), claimed, "bd sees every claim")
@@ -137,57 +97,6 @@ func TestEmbeddedMCP(t *testing.T) {
 	assert.Equal(t, shown[0].Status, "open")
 	assert.NilError(t, s.Close())
 	assert.Assert(t, strings.Contains(s.stderr.String(), `"msg":"issue_renewal_success"`), s.stderr.String())
-}
-
-// drainRace races bds `bd ready --claim` processes (bd as agent: as)
-// against claimers bd-claim loops (claimUntilNone, an exit 4 tried again)
-// in the workspace w, until nothing is left, and checks that no issue is
-// held twice and that each holder is the assignee. It returns the holders
-// by issue and how many bd processes failed (any exit but 0, logged).
-func drainRace(t *testing.T, w *claimtest.BdRunner, as func(agent string) *claimtest.BdRunner, bds, claimers int) (map[string][]string, int) {
-	var mu sync.Mutex
-	claims := map[string][]string{}
-	failed, busy := 0, 0
-	var wg sync.WaitGroup
-	for p := range claimers {
-		wg.Go(func() {
-			agent := fmt.Sprint("claim-", p)
-			ids, b := claimUntilNone(t, w.Dir, w.Env, agent, true)
-			mu.Lock()
-			defer mu.Unlock()
-			busy += b
-			for _, id := range ids {
-				claims[id] = append(claims[id], agent)
-			}
-		})
-	}
-	for p := range bds {
-		wg.Go(func() {
-			agent := fmt.Sprint("bd-", p)
-			r := as(agent).Bd("ready", "--claim", "--json")
-			var out []struct{ ID string }
-			if r.ExitCode == 0 {
-				assert.Check(t, json.Unmarshal([]byte(r.Stdout()), &out), r.Stdout())
-			} else {
-				t.Logf("bd ready --claim failed: %s", r.Combined())
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			failed += min(r.ExitCode, 1)
-			for _, i := range out {
-				claims[i.ID] = append(claims[i.ID], agent)
-			}
-		})
-	}
-	wg.Wait()
-	t.Logf("bd-claim processes told to retry later (exit 4) that tried again: %d", busy)
-	for id, agents := range claims {
-		assert.Equal(t, len(agents), 1, "%s claimed by %v", id, agents)
-		var shown []struct{ Assignee string }
-		w.JSON(&shown, "show", id)
-		assert.Equal(t, shown[0].Assignee, agents[0], id)
-	}
-	return claims, failed
 }
 
 // The embedded driver sends no usage event to DoltHub. Unless metrics are

@@ -176,3 +176,34 @@ func TestProxiedTwins(t *testing.T) {
 	r.Assert(t, icmd.Expected{ExitCode: 4, Out: `"code":"DB_UNAVAILABLE"`})
 	assert.Assert(t, strings.Contains(r.Stdout(), "run any bd command in the workspace (`bd list`), which starts (or replaces) it"), r.Stdout())
 }
+
+// Proxied server: 16 bd-claim processes and 8 `bd ready --claim` processes
+// drain one workspace of 40 issues (drainRace), and no more of bd's
+// processes fail than in a round of bd alone, within a quarter (noise).
+func TestProxiedRaceWithBd(t *testing.T) {
+	race := func(prefix string, bds, claimers int) (map[string][]string, int) {
+		w := claimtest.ProxiedWorkspace(t, prefix)
+		doltIssues(t, w.DB(t), prefix, 40)
+		return drainRace(t, &w.BdRunner, func(agent string) *claimtest.BdRunner { return &w.As(agent).BdRunner }, bds, claimers)
+	}
+	_, aloneFailed := race("solo", 8, 0)
+	claims, failed := race("mix", 8, 16)
+	assert.Equal(t, len(claims), 40)
+	t.Logf("bd ready --claim processes that failed: %d of 8 beside 16 bd-claim processes, %d of 8 alone", failed, aloneFailed)
+	assert.Assert(t, float64(failed)/8 <= float64(aloneFailed)/8+0.25, "beside bd-claim %d of 8 bd processes failed; alone, %d of 8", failed, aloneFailed)
+}
+
+// kill -9 of claim processes at random moments leaves no half claim
+// (killRandomly) through a proxied server either: the claim's rows and its
+// Dolt commit are one transaction. bd then works on the workspace.
+func TestProxiedKill9(t *testing.T) {
+	w := claimtest.ProxiedWorkspace(t, "k9")
+	conn := w.DB(t)
+	doltIssues(t, conn, "k9", 40)
+	killRandomly(t, w.Dir, w.Env)
+	claimed := noHalfClaims(t, conn)
+	var list []struct{ ID string }
+	w.JSON(&list, "list", "--status", "in_progress", "--limit", "0")
+	assert.Equal(t, len(list), claimed, "bd sees every claim")
+	w.As("after").OK("ready", "--claim", "--json")
+}
