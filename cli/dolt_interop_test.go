@@ -398,6 +398,23 @@ func TestDoltDirectoryLabelsAsBdReady(t *testing.T) {
 	assert.Assert(t, strings.Contains(r.Stdout(), `"id":"`+mav+`"`) && strings.Contains(r.Stdout(), `"include_labels":["maverick"]`), r.Stdout())
 }
 
+// besideBd drains a workspace of 40 issues with 8 `bd ready --claim`
+// processes alone, then another with 8 beside 16 bd-claim processes
+// (drainRace; workspace makes each, with its issues, and says how bd runs
+// as an agent), and checks that beside bd-claim no more of bd's processes
+// fail than alone, within a quarter (noise).
+func besideBd(t *testing.T, workspace func(prefix string) (*claimtest.BdRunner, func(agent string) *claimtest.BdRunner)) {
+	race := func(prefix string, claimers int) (map[string][]string, int) {
+		w, as := workspace(prefix)
+		return drainRace(t, w, as, 8, claimers)
+	}
+	_, aloneFailed := race("solo", 0)
+	claims, failed := race("mix", 16)
+	assert.Equal(t, len(claims), 40)
+	t.Logf("bd ready --claim processes that failed: %d of 8 beside 16 bd-claim processes, %d of 8 alone", failed, aloneFailed)
+	assert.Assert(t, float64(failed)/8 <= float64(aloneFailed)/8+0.25, "beside bd-claim %d of 8 bd processes failed; alone, %d of 8", failed, aloneFailed)
+}
+
 // drainRace races bds `bd ready --claim` processes (bd as agent: as)
 // against claimers bd-claim loops (claimUntilNone, an exit 4 tried again)
 // in the workspace w, until nothing is left, and checks that no issue is

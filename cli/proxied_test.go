@@ -177,20 +177,15 @@ func TestProxiedTwins(t *testing.T) {
 	assert.Assert(t, strings.Contains(r.Stdout(), "run any bd command in the workspace (`bd list`), which starts (or replaces) it"), r.Stdout())
 }
 
-// Proxied server: 16 bd-claim processes and 8 `bd ready --claim` processes
-// drain one workspace of 40 issues (drainRace), and no more of bd's
-// processes fail than in a round of bd alone, within a quarter (noise).
+// Proxied server: bd's `bd ready --claim` processes fail no more often
+// beside bd-claim than alone (besideBd). They used to: bd-claim's
+// claims, shorter than bd's, took the head every bd attempt aimed at.
 func TestProxiedRaceWithBd(t *testing.T) {
-	race := func(prefix string, bds, claimers int) (map[string][]string, int) {
+	besideBd(t, func(prefix string) (*claimtest.BdRunner, func(string) *claimtest.BdRunner) {
 		w := claimtest.ProxiedWorkspace(t, prefix)
 		doltIssues(t, w.DB(t), prefix, 40)
-		return drainRace(t, &w.BdRunner, func(agent string) *claimtest.BdRunner { return &w.As(agent).BdRunner }, bds, claimers)
-	}
-	_, aloneFailed := race("solo", 8, 0)
-	claims, failed := race("mix", 8, 16)
-	assert.Equal(t, len(claims), 40)
-	t.Logf("bd ready --claim processes that failed: %d of 8 beside 16 bd-claim processes, %d of 8 alone", failed, aloneFailed)
-	assert.Assert(t, float64(failed)/8 <= float64(aloneFailed)/8+0.25, "beside bd-claim %d of 8 bd processes failed; alone, %d of 8", failed, aloneFailed)
+		return &w.BdRunner, func(agent string) *claimtest.BdRunner { return &w.As(agent).BdRunner }
+	})
 }
 
 // kill -9 of claim processes at random moments leaves no half claim
