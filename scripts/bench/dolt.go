@@ -96,6 +96,8 @@ func (b *bench) dolt() error {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == 3 {
 			return nil, false, nil
+		} else if errors.As(err, &ee) && ee.ExitCode() == 4 {
+			return nil, true, errBusy
 		} else if err != nil {
 			return nil, false, fmt.Errorf("%v: %s", err, out)
 		}
@@ -214,11 +216,15 @@ func (ws *doltWorkspace) run(bin, actor string, args ...string) (time.Duration, 
 
 // doltSwarm is what one 24-process drain measured.
 type doltSwarm struct {
-	wall         time.Duration
-	lat          []time.Duration
-	claims, dups int
-	errs         []string
+	wall               time.Duration
+	lat                []time.Duration
+	claims, dups, busy int
+	errs               []string
 }
+
+// errBusy is a claim process's exit 4 (retry later): the worker tries
+// again, as an agent does, and the swarm counts it.
+var errBusy = errors.New("busy")
 
 func (s *doltSwarm) rate() float64 { return float64(s.claims) / s.wall.Seconds() }
 
@@ -227,8 +233,8 @@ func (s *doltSwarm) summary() string {
 	if len(s.errs) > 0 {
 		e += " (" + strings.ReplaceAll(strings.TrimSpace(s.errs[0]), "\n", " ")[:min(80, len(strings.TrimSpace(s.errs[0])))] + ")"
 	}
-	return fmt.Sprintf("%.1f claims/s (%d in %s), p50 %s, p99 %s, %d duplicates, %s", s.rate(), s.claims, s.wall.Round(time.Millisecond),
-		ms(pct(s.lat, 50)), ms(pct(s.lat, 99)), s.dups, e)
+	return fmt.Sprintf("%.1f claims/s (%d in %s), p50 %s, p99 %s, %d duplicates, %d busy (tried again), %s", s.rate(), s.claims, s.wall.Round(time.Millisecond),
+		ms(pct(s.lat, 50)), ms(pct(s.lat, 99)), s.dups, s.busy, e)
 }
 
 // swarm makes a workspace of -dolt-swarm issues and runs 24 workers, each
@@ -249,6 +255,11 @@ func (d *doltBench) swarm(prefix string, claim func(ws *doltWorkspace, worker in
 				t0 := time.Now()
 				ids, more, err := claim(ws, w)
 				mu.Lock()
+				if errors.Is(err, errBusy) {
+					res.busy++
+					mu.Unlock()
+					continue
+				}
 				if err != nil {
 					res.errs = append(res.errs, err.Error())
 				}
