@@ -202,3 +202,32 @@ func TestProxiedKill9(t *testing.T) {
 	assert.Equal(t, len(list), claimed, "bd sees every claim")
 	w.As("after").OK("ready", "--claim", "--json")
 }
+
+// A proxied-server workspace made with an idle timeout, as a plain `bd
+// init --proxied-server` makes it (bd's default is 30 s; 3 s here): the
+// proxy stops once no client has been connected for that long, and a
+// claim is then refused, exit 4 DB_UNAVAILABLE with the fix, nothing
+// written (bd-claim never starts the proxy); any bd command starts it
+// again. A --wait keeps the proxy alive while it waits: its connection is
+// a client, so a wait longer than the idle timeout finds the proxy still
+// there for the next claim.
+func TestProxiedIdleProxy(t *testing.T) {
+	w := claimtest.ProxiedWorkspaceIdle(t, "id", "3s")
+	var first, second struct{ ID string }
+	w.JSON(&first, "create", "first", "-p", "1")
+	run(t, w.Dir, w.Env, "--agent", "a", "--quiet").Assert(t, icmd.Expected{ExitCode: 0, Out: `"id":"` + first.ID + `"`})
+	time.Sleep(6 * time.Second) // no client for twice the idle timeout
+	r := run(t, w.Dir, w.Env, "--agent", "a", "--quiet")
+	r.Assert(t, icmd.Expected{ExitCode: 4, Out: `"code":"DB_UNAVAILABLE"`})
+	assert.Assert(t, strings.Contains(r.Stdout(), "`bd list`"), r.Stdout())
+
+	w.JSON(&second, "create", "second", "-p", "1") // bd starts the proxy
+	began := time.Now()
+	r = run(t, w.Dir, w.Env, "--agent", "b", "--quiet", "--wait", "6s", "--label", "nothing-has-it")
+	r.Assert(t, icmd.Expected{ExitCode: 3})
+	assert.Assert(t, time.Since(began) >= 6*time.Second)
+	run(t, w.Dir, w.Env, "--agent", "b", "--quiet").Assert(t, icmd.Expected{ExitCode: 0, Out: `"id":"` + second.ID + `"`})
+	var shown []struct{ Status, Assignee string }
+	w.JSON(&shown, "show", first.ID)
+	assert.Equal(t, shown[0].Status+"/"+shown[0].Assignee, "in_progress/a")
+}

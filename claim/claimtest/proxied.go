@@ -30,6 +30,15 @@ type Proxied struct {
 // otherwise (As). Under -short, it skips.
 func ProxiedWorkspace(t testing.TB, prefix string) *Proxied {
 	t.Helper()
+	return ProxiedWorkspaceIdle(t, prefix, "0")
+}
+
+// ProxiedWorkspaceIdle is ProxiedWorkspace whose proxy stops idle after
+// its last connection closed (`--proxied-server-idle-timeout idle`, a Go
+// duration; bd's default is 30s), as a plain `bd init --proxied-server`
+// makes it.
+func ProxiedWorkspaceIdle(t testing.TB, prefix, idle string) *Proxied {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("needs the real bd v1.3.0 and dolt 2.2.0 (skipped under -short)")
 	}
@@ -54,7 +63,7 @@ func ProxiedWorkspace(t testing.TB, prefix string) *Proxied {
 	w.Root = filepath.Join(w.Dir, ".beads", "dolt")
 	icmd.RunCmd(icmd.Command("git", "init", "-q"), icmd.Dir(w.Dir), icmd.WithEnv(w.Env...)).Assert(t, icmd.Success)
 	t.Cleanup(func() { w.Bd("dolt", "stop") })
-	w.OK("init", "--proxied-server", "--proxied-server-idle-timeout", "0", "--prefix", prefix,
+	w.OK("init", "--proxied-server", "--proxied-server-idle-timeout", idle, "--prefix", prefix,
 		"--non-interactive", "--skip-hooks", "--skip-agents", "--quiet")
 	return w
 }
