@@ -412,6 +412,157 @@ func (x sqliteTx) eventCounts(since time.Time) (EventCounts, error) {
 	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}, err
 }
 
+// closeVersion is the oldest bd whose close bd-claim writes on SQLite: bd
+// v0.47.0 to v0.50 close alike (CloseIssue, the blocked-cache rebuild and
+// the convoy completion are the same statements; bd close refuses a
+// blocked issue since v0.47.0).
+var closeVersion = Version{0, 47, 0}
+
+// closable refuses what bd close (v0.47-v0.50) refuses of a held issue: one
+// that is in blocked_issues_cache with open blockers (bd's IsBlocked,
+// GH#962). An older bd's workspace is refused: its close differs.
+func (x sqliteTx) closable(id string) error {
+	if !x.flavor.closes {
+		return Errorf(ESchema, "bd %s last wrote this workspace, and bd-claim writes the close of bd %s to %d.%d.x only: release the issue and close it with `bd close %s`",
+			x.flavor.version, closeVersion, maxVersion[0], maxVersion[1], id)
+	}
+	blockers, err := x.e.q.IssueCloseBlockers(x.ctx, x.conn, id)
+	if err == nil && len(blockers) > 0 {
+		err = Errorf(ENotClaimable, "issue %s is blocked by open issues %s: bd close refuses to close it until they are closed", id, strings.Join(blockers, ", "))
+	}
+	return err
+}
+
+// closeIssue writes actor's close of r as bd's CloseIssue (v0.47-v0.50)
+// does, in one transaction: the issue closed (closed_at and updated_at
+// now, close_reason, closed_by_session empty: bd-claim has no session; the
+// content hash as it was), a closed event whose comment is the reason, a
+// dirty mark, blocked_issues_cache rebuilt, and every convoy (an issue
+// labelled gt:convoy) that tracks r and now tracks only closed issues
+// closed as bd closes it.
+func (x sqliteTx) closeIssue(r *row, actor, reason string) error {
+	at := x.flavor.rowAt(x.now)
+	n, err := x.e.q.IssueClose(x.ctx, x.conn, db.IssueCloseParams{
+		ClosedAt: text(at), UpdatedAt: at, CloseReason: text(reason), ClosedBySession: text(""),
+		ID: r.ID, OldStatus: r.Status, OldAssignee: r.Assignee,
+	})
+	if err == nil && n != 1 {
+		err = Errorf(EUnexpected, "issue %s changed while bd-claim held the write lock", r.ID)
+	}
+	if err != nil {
+		return err
+	}
+	r.Status, r.UpdatedAt = "closed", at
+	if err := x.closed(r.ID, actor, reason, at); err != nil {
+		return err
+	}
+	if err := x.e.q.BlockedCacheClear(x.ctx, x.conn); err != nil {
+		return err
+	}
+	if _, err := x.conn.ExecContext(x.ctx, blockedCacheRebuild); err != nil {
+		return err
+	}
+	convoys, err := x.e.q.ConvoysTracking(x.ctx, x.conn, r.ID)
+	for _, id := range convoys {
+		var open int64
+		if open, err = x.e.q.ConvoyOpenTracked(x.ctx, x.conn, id); err != nil || open > 0 {
+			continue
+		}
+		const done = "All tracked issues completed"
+		err = x.e.q.ConvoyClose(x.ctx, x.conn, db.ConvoyCloseParams{ClosedAt: text(at), UpdatedAt: at, CloseReason: text(done), ID: id})
+		if err == nil {
+			err = x.closed(id, "system:convoy-completion", done, at)
+		}
+		if err != nil {
+			break
+		}
+	}
+	return err
+}
+
+// closed records the close of issue id as bd does: the closed event, its
+// comment the reason, and the dirty mark.
+func (x sqliteTx) closed(id, actor, reason, at string) error {
+	_, err := x.event(id, "closed", actor, sql.NullString{}, sql.NullString{}, reason)
+	if err == nil {
+		err = x.dirty(id, at)
+	}
+	return err
+}
+
+// blockedCacheRebuild is bd's rebuildBlockedCache (the same statement in
+// bd v0.41 to v0.50, internal/storage/sqlite/blocked_cache.go): the issues
+// blocked by an open 'blocks' blocker, by a 'conditional-blocks' blocker
+// not closed with a failure, by a 'waits-for' gate, and their parent-child
+// descendants to depth 50. It is bd's blocked rule on SQLite, so it lives
+// here and not in sql/queries: sqlc's SQLite parser cannot read its
+// recursive CTE. BlockedCacheClear empties the cache before it.
+const blockedCacheRebuild = `INSERT INTO blocked_issues_cache (issue_id)
+WITH RECURSIVE
+  blocked_directly AS (
+    SELECT DISTINCT d.issue_id
+    FROM dependencies d
+    JOIN issues blocker ON d.depends_on_id = blocker.id
+    WHERE d.type = 'blocks'
+      AND blocker.status IN ('open', 'in_progress', 'blocked', 'deferred', 'hooked')
+    UNION
+    SELECT DISTINCT d.issue_id
+    FROM dependencies d
+    JOIN issues blocker ON d.depends_on_id = blocker.id
+    WHERE d.type = 'conditional-blocks'
+      AND (
+        blocker.status IN ('open', 'in_progress', 'blocked', 'deferred')
+        OR
+        (blocker.status = 'closed' AND NOT (
+          LOWER(COALESCE(blocker.close_reason, '')) LIKE '%failed%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%rejected%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%wontfix%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%won''t fix%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%cancelled%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%canceled%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%abandoned%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%blocked%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%error%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%timeout%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%aborted%'
+        ))
+      )
+    UNION
+    SELECT DISTINCT d.issue_id
+    FROM dependencies d
+    WHERE d.type = 'waits-for'
+      AND (
+        COALESCE(json_extract(d.metadata, '$.gate'), 'all-children') = 'all-children'
+        AND EXISTS (
+          SELECT 1 FROM dependencies child_dep
+          JOIN issues child ON child_dep.issue_id = child.id
+          WHERE child_dep.type = 'parent-child'
+            AND child_dep.depends_on_id = COALESCE(json_extract(d.metadata, '$.spawner_id'), d.depends_on_id)
+            AND child.status NOT IN ('closed', 'tombstone')
+        )
+        OR
+        COALESCE(json_extract(d.metadata, '$.gate'), 'all-children') = 'any-children'
+        AND NOT EXISTS (
+          SELECT 1 FROM dependencies child_dep
+          JOIN issues child ON child_dep.issue_id = child.id
+          WHERE child_dep.type = 'parent-child'
+            AND child_dep.depends_on_id = COALESCE(json_extract(d.metadata, '$.spawner_id'), d.depends_on_id)
+            AND child.status IN ('closed', 'tombstone')
+        )
+      )
+  ),
+  blocked_transitively AS (
+    SELECT issue_id, 0 as depth
+    FROM blocked_directly
+    UNION ALL
+    SELECT d.issue_id, bt.depth + 1
+    FROM blocked_transitively bt
+    JOIN dependencies d ON d.depends_on_id = bt.issue_id
+    WHERE d.type = 'parent-child'
+      AND bt.depth < 50
+  )
+SELECT DISTINCT issue_id FROM blocked_transitively`
+
 // move is a change of an issue's status and holder, and the event that
 // records it.
 type move struct {
@@ -654,6 +805,7 @@ func sqliteFlavor(v Version, columns map[string]bool, idPatterns string) flavor 
 	if v.AtLeast(0, 49, 4) {
 		f.claimEvent = "claimed"
 	}
+	f.closes = v.AtLeast(closeVersion[0], closeVersion[1], closeVersion[2]) && columns["close_reason"] && columns["closed_by_session"]
 	if columns["pinned"] && v.AtLeast(0, 30, 7) {
 		f.ready = append(f.ready, rule{"pinned", "it is pinned", sq.Expr("i.pinned = 0")})
 	}
