@@ -565,4 +565,7 @@ func confClose(t *testing.T, w *confWorkspace) {
 	assert.NilError(t, err)
 	assert.Equal(t, closed.ClaimID, b.ClaimID)
 	assert.Equal(t, w.show(t, ours.tail), "closed/b")
+	st, err := s.Stats(ctx)
+	assert.NilError(t, err)
+	assert.Equal(t, st.LastHour.Closes, 7, "three closes each by bd-claim and bd, then b's")
 }

@@ -566,7 +566,7 @@ func (t *doltTx) resetMark(r *row, actor, comment string) error {
 
 func (t *doltTx) eventCounts(since time.Time) (EventCounts, error) {
 	ev, err := t.dq.EventCountsSince(t.ctx, t.conn, doltdb.EventCountsSinceParams{Since: since.UTC(), Failed: text(like(failedPrefix))})
-	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}, err
+	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims), int(ev.Closes)}, err
 }
 
 // newRowLock is a fresh row_lock as bd makes one (8 random bytes as a

@@ -409,7 +409,7 @@ func (x sqliteTx) eventCounts(since time.Time) (EventCounts, error) {
 	ev, err := x.e.q.EventCountsSince(x.ctx, x.conn, db.EventCountsSinceParams{
 		Since: x.flavor.eventAt(since), Released: like(releasedPrefix), Failed: like(failedPrefix), Expired: like(expiredPrefix),
 	})
-	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}, err
+	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims), int(ev.Closes)}, err
 }
 
 // closeVersion is the oldest bd whose close bd-claim writes on SQLite: bd

@@ -482,7 +482,7 @@ func TestLifecycleStats(t *testing.T) {
 	assert.DeepEqual(t, keys(doc), []string{"abandoned", "backoff", "blocked", "expired_leases", "generated_at", "in_progress",
 		"last_hour", "open", "policy", "ready", "ready_by_priority", "status"})
 	assert.DeepEqual(t, keys(doc["ready_by_priority"]), []string{"P0", "P1", "P2", "P3", "P4"})
-	assert.DeepEqual(t, keys(doc["last_hour"]), []string{"claims", "failures", "reclaims", "releases"})
+	assert.DeepEqual(t, keys(doc["last_hour"]), []string{"claims", "closes", "failures", "reclaims", "releases"})
 	assert.DeepEqual(t, keys(doc["policy"]), []string{"abandoned_label", "backoff_initial", "backoff_max", "backoff_multiplier", "max_failures"})
 	for _, k := range []string{"in_progress", "expired_leases", "backoff", "abandoned"} {
 		_, ok := doc[k].([]any)
@@ -499,14 +499,14 @@ func TestLifecycleStats(t *testing.T) {
 		{ID: a, Holder: "x1", ClaimID: x1.ClaimID, LeaseUntil: x1.LeaseExpiresAt.UTC()},
 		{ID: b, Holder: "x2", ClaimID: x2.ClaimID, LeaseUntil: x2.LeaseExpiresAt.UTC()},
 	})
-	assert.DeepEqual(t, st.LastHour, claim.EventCounts{Claims: base.Claims + 2, Releases: base.Releases, Failures: base.Failures, Reclaims: base.Reclaims})
+	assert.DeepEqual(t, st.LastHour, claim.EventCounts{Claims: base.Claims + 2, Releases: base.Releases, Failures: base.Failures, Reclaims: base.Reclaims, Closes: base.Closes})
 	assert.Equal(t, st.Policy, claim.PolicyJSON{BackoffInitial: "1m0s", BackoffMultiplier: 2, BackoffMax: "1h0m0s", MaxFailures: 5, AbandonedLabel: "claim:abandoned"})
 
 	h := run(t, root, nil, "stats", "--human", "--quiet")
 	h.Assert(t, icmd.Success)
 	for _, want := range []string{
 		fmt.Sprintf("ready        %d", st.Ready), "in progress", "(", "2 expired leases)", "backoff", "abandoned",
-		"last hour", fmt.Sprintf("%d claims, %s, %s, %s", base.Claims+2, counted(base.Releases, "release"), counted(base.Failures, "failure"), counted(base.Reclaims, "reclaim")),
+		"last hour", fmt.Sprintf("%d claims, %s, %s, %s, %s", base.Claims+2, counted(base.Releases, "release"), counted(base.Closes, "close"), counted(base.Failures, "failure"), counted(base.Reclaims, "reclaim")),
 		"AGENT", "ISSUE", "CLAIM", "LEASE",
 		"EXPIRED " + x1.LeaseExpiresAt.UTC().Format(time.RFC3339),
 	} {
@@ -543,7 +543,7 @@ func TestLifecycleStats(t *testing.T) {
 
 	st = stats(t, root, nil, "--backoff-initial", "2m", "--max-failures", "7")
 	assert.Equal(t, len(st.ExpiredLeases), 0)
-	assert.DeepEqual(t, st.LastHour, claim.EventCounts{Claims: base.Claims + 3, Releases: base.Releases, Failures: base.Failures, Reclaims: base.Reclaims + 2})
+	assert.DeepEqual(t, st.LastHour, claim.EventCounts{Claims: base.Claims + 3, Releases: base.Releases, Failures: base.Failures, Reclaims: base.Reclaims + 2, Closes: base.Closes})
 	assert.Equal(t, st.Policy.BackoffInitial, "2m0s")
 	assert.Equal(t, st.Policy.MaxFailures, 7)
 	var held []string
