@@ -446,36 +446,45 @@ func (x sqliteTx) closeIssue(r *row, actor, reason string) error {
 		ClosedAt: text(at), UpdatedAt: at, CloseReason: text(reason), ClosedBySession: text(""),
 		ID: r.ID, OldStatus: r.Status, OldAssignee: r.Assignee,
 	})
-	if err == nil && n != 1 {
-		err = Errorf(EUnexpected, "issue %s changed while bd-claim held the write lock", r.ID)
-	}
-	if err != nil {
+	if err := swapped(n, err, r.ID); err != nil {
 		return err
 	}
 	r.Status, r.UpdatedAt = "closed", at
 	if err := x.closed(r.ID, actor, reason, at); err != nil {
 		return err
 	}
-	if err := x.e.q.BlockedCacheClear(x.ctx, x.conn); err != nil {
-		return err
-	}
-	if _, err := x.conn.ExecContext(x.ctx, blockedCacheRebuild); err != nil {
+	if err := x.rebuildBlockedCache(); err != nil {
 		return err
 	}
 	convoys, err := x.e.q.ConvoysTracking(x.ctx, x.conn, r.ID)
 	for _, id := range convoys {
 		var open int64
-		if open, err = x.e.q.ConvoyOpenTracked(x.ctx, x.conn, id); err != nil || open > 0 {
-			continue
-		}
-		const done = "All tracked issues completed"
-		err = x.e.q.ConvoyClose(x.ctx, x.conn, db.ConvoyCloseParams{ClosedAt: text(at), UpdatedAt: at, CloseReason: text(done), ID: id})
-		if err == nil {
-			err = x.closed(id, "system:convoy-completion", done, at)
+		if open, err = x.e.q.ConvoyOpenTracked(x.ctx, x.conn, id); err == nil && open == 0 {
+			const done = "All tracked issues completed"
+			err = x.e.q.ConvoyClose(x.ctx, x.conn, db.ConvoyCloseParams{ClosedAt: text(at), UpdatedAt: at, CloseReason: text(done), ID: id})
+			if err == nil {
+				err = x.closed(id, "system:convoy-completion", done, at)
+			}
 		}
 		if err != nil {
 			break
 		}
+	}
+	return err
+}
+
+// rebuildBlockedCache fills blocked_issues_cache anew as bd's
+// rebuildBlockedCache does after a close: emptied, then the issues bd's
+// blocked rule (BlockedCacheBlocked, bd's own recursive query) finds.
+func (x sqliteTx) rebuildBlockedCache() error {
+	err := x.e.q.BlockedCacheClear(x.ctx, x.conn)
+	var ids []string
+	if err == nil {
+		ids, err = x.e.q.BlockedCacheBlocked(x.ctx, x.conn)
+	}
+	if err == nil {
+		list, _ := json.Marshal(append([]string{}, ids...)) // a []string always marshals
+		err = x.e.q.BlockedCacheFill(x.ctx, x.conn, string(list))
 	}
 	return err
 }
@@ -489,79 +498,6 @@ func (x sqliteTx) closed(id, actor, reason, at string) error {
 	}
 	return err
 }
-
-// blockedCacheRebuild is bd's rebuildBlockedCache (the same statement in
-// bd v0.41 to v0.50, internal/storage/sqlite/blocked_cache.go): the issues
-// blocked by an open 'blocks' blocker, by a 'conditional-blocks' blocker
-// not closed with a failure, by a 'waits-for' gate, and their parent-child
-// descendants to depth 50. It is bd's blocked rule on SQLite, so it lives
-// here and not in sql/queries: sqlc's SQLite parser cannot read its
-// recursive CTE. BlockedCacheClear empties the cache before it.
-const blockedCacheRebuild = `INSERT INTO blocked_issues_cache (issue_id)
-WITH RECURSIVE
-  blocked_directly AS (
-    SELECT DISTINCT d.issue_id
-    FROM dependencies d
-    JOIN issues blocker ON d.depends_on_id = blocker.id
-    WHERE d.type = 'blocks'
-      AND blocker.status IN ('open', 'in_progress', 'blocked', 'deferred', 'hooked')
-    UNION
-    SELECT DISTINCT d.issue_id
-    FROM dependencies d
-    JOIN issues blocker ON d.depends_on_id = blocker.id
-    WHERE d.type = 'conditional-blocks'
-      AND (
-        blocker.status IN ('open', 'in_progress', 'blocked', 'deferred')
-        OR
-        (blocker.status = 'closed' AND NOT (
-          LOWER(COALESCE(blocker.close_reason, '')) LIKE '%failed%'
-          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%rejected%'
-          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%wontfix%'
-          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%won''t fix%'
-          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%cancelled%'
-          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%canceled%'
-          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%abandoned%'
-          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%blocked%'
-          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%error%'
-          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%timeout%'
-          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%aborted%'
-        ))
-      )
-    UNION
-    SELECT DISTINCT d.issue_id
-    FROM dependencies d
-    WHERE d.type = 'waits-for'
-      AND (
-        COALESCE(json_extract(d.metadata, '$.gate'), 'all-children') = 'all-children'
-        AND EXISTS (
-          SELECT 1 FROM dependencies child_dep
-          JOIN issues child ON child_dep.issue_id = child.id
-          WHERE child_dep.type = 'parent-child'
-            AND child_dep.depends_on_id = COALESCE(json_extract(d.metadata, '$.spawner_id'), d.depends_on_id)
-            AND child.status NOT IN ('closed', 'tombstone')
-        )
-        OR
-        COALESCE(json_extract(d.metadata, '$.gate'), 'all-children') = 'any-children'
-        AND NOT EXISTS (
-          SELECT 1 FROM dependencies child_dep
-          JOIN issues child ON child_dep.issue_id = child.id
-          WHERE child_dep.type = 'parent-child'
-            AND child_dep.depends_on_id = COALESCE(json_extract(d.metadata, '$.spawner_id'), d.depends_on_id)
-            AND child.status IN ('closed', 'tombstone')
-        )
-      )
-  ),
-  blocked_transitively AS (
-    SELECT issue_id, 0 as depth
-    FROM blocked_directly
-    UNION ALL
-    SELECT d.issue_id, bt.depth + 1
-    FROM blocked_transitively bt
-    JOIN dependencies d ON d.depends_on_id = bt.issue_id
-    WHERE d.type = 'parent-child'
-      AND bt.depth < 50
-  )
-SELECT DISTINCT issue_id FROM blocked_transitively`
 
 // move is a change of an issue's status and holder, and the event that
 // records it.
@@ -588,10 +524,7 @@ func (x sqliteTx) transition(r *row, m move) (int64, error) {
 		Status: m.status, Assignee: m.assignee, UpdatedAt: updated, ContentHash: text(hash),
 		ID: r.ID, OldStatus: oldStatus, OldAssignee: oldAssignee,
 	})
-	if err == nil && n != 1 {
-		err = Errorf(EUnexpected, "issue %s changed while bd-claim held the write lock", r.ID)
-	}
-	if err != nil {
+	if err := swapped(n, err, r.ID); err != nil {
 		return 0, err
 	}
 	newValue, _ := json.Marshal(map[string]string{"assignee": m.assignee, "status": m.status})
@@ -600,6 +533,16 @@ func (x sqliteTx) transition(r *row, m move) (int64, error) {
 		err = x.dirty(r.ID, updated)
 	}
 	return id, err
+}
+
+// swapped is the compare-and-swap guard of an update of issue id that
+// affected n rows (err its error): nil when it changed the one row, read
+// in the same write transaction, that it was to change.
+func swapped(n int64, err error, id string) error {
+	if err == nil && n != 1 {
+		err = Errorf(EUnexpected, "issue %s changed while bd-claim held the write lock", id)
+	}
+	return err
 }
 
 // event appends one audit event, dated now in bd's CURRENT_TIMESTAMP form.

@@ -9,14 +9,124 @@ import (
 	"context"
 )
 
+const blockedCacheBlocked = `-- name: BlockedCacheBlocked :many
+WITH RECURSIVE
+  blocked_directly AS (
+    SELECT DISTINCT d.issue_id
+    FROM dependencies d
+    JOIN issues blocker ON d.depends_on_id = blocker.id
+    WHERE d.type = 'blocks'
+      AND blocker.status IN ('open', 'in_progress', 'blocked', 'deferred', 'hooked')
+    UNION
+    SELECT DISTINCT d.issue_id
+    FROM dependencies d
+    JOIN issues blocker ON d.depends_on_id = blocker.id
+    WHERE d.type = 'conditional-blocks'
+      AND (
+        blocker.status IN ('open', 'in_progress', 'blocked', 'deferred')
+        OR
+        (blocker.status = 'closed' AND NOT (
+          LOWER(COALESCE(blocker.close_reason, '')) LIKE '%failed%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%rejected%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%wontfix%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%won''t fix%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%cancelled%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%canceled%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%abandoned%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%blocked%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%error%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%timeout%'
+          OR LOWER(COALESCE(blocker.close_reason, '')) LIKE '%aborted%'
+        ))
+      )
+    UNION
+    SELECT DISTINCT d.issue_id
+    FROM dependencies d
+    WHERE d.type = 'waits-for'
+      AND (
+        COALESCE(json_extract(d.metadata, '$.gate'), 'all-children') = 'all-children'
+        AND EXISTS (
+          SELECT 1 FROM dependencies child_dep
+          JOIN issues child ON child_dep.issue_id = child.id
+          WHERE child_dep.type = 'parent-child'
+            AND child_dep.depends_on_id = COALESCE(json_extract(d.metadata, '$.spawner_id'), d.depends_on_id)
+            AND child.status NOT IN ('closed', 'tombstone')
+        )
+        OR
+        COALESCE(json_extract(d.metadata, '$.gate'), 'all-children') = 'any-children'
+        AND NOT EXISTS (
+          SELECT 1 FROM dependencies child_dep
+          JOIN issues child ON child_dep.issue_id = child.id
+          WHERE child_dep.type = 'parent-child'
+            AND child_dep.depends_on_id = COALESCE(json_extract(d.metadata, '$.spawner_id'), d.depends_on_id)
+            AND child.status IN ('closed', 'tombstone')
+        )
+      )
+  ),
+  blocked_transitively AS (
+    SELECT issue_id, 0 as depth
+    FROM blocked_directly
+    UNION ALL
+    SELECT d.issue_id, bt.depth + 1
+    FROM blocked_transitively bt
+    JOIN dependencies d ON d.depends_on_id = bt.issue_id
+    WHERE d.type = 'parent-child'
+      AND bt.depth < 50
+  )
+SELECT DISTINCT issue_id FROM blocked_transitively
+`
+
+// BlockedCacheBlocked is the SELECT of bd's rebuildBlockedCache, as bd
+// writes it: the issues blocked by an open 'blocks' blocker, by a
+// 'conditional-blocks' blocker not closed with a failure, by a
+// 'waits-for' gate, and their parent-child descendants to depth 50.
+func (q *Queries) BlockedCacheBlocked(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.QueryContext(ctx, blockedCacheBlocked)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var issue_id string
+		if err := rows.Scan(&issue_id); err != nil {
+			return nil, err
+		}
+		items = append(items, issue_id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const blockedCacheClear = `-- name: BlockedCacheClear :exec
 DELETE FROM blocked_issues_cache
 `
 
-// BlockedCacheClear empties blocked_issues_cache before bd's rebuild
-// (claim/sqlite.go, blockedCacheRebuild) fills it again, as bd's
-// rebuildBlockedCache does after a close.
+// BlockedCacheClear empties blocked_issues_cache: the first of the three
+// statements of bd's rebuildBlockedCache (bd v0.41 to v0.50,
+// internal/storage/sqlite/blocked_cache.go) as bd-claim runs it after a
+// close. bd's own is DELETE, then INSERT INTO blocked_issues_cache WITH
+// RECURSIVE ... SELECT; sqlc cannot resolve a recursive CTE under an
+// INSERT, so bd-claim reads bd's SELECT (BlockedCacheBlocked) and writes
+// its rows (BlockedCacheFill): the same rows, in the same transaction.
 func (q *Queries) BlockedCacheClear(ctx context.Context, db DBTX) error {
 	_, err := db.ExecContext(ctx, blockedCacheClear)
+	return err
+}
+
+const blockedCacheFill = `-- name: BlockedCacheFill :exec
+INSERT INTO blocked_issues_cache (issue_id)
+SELECT value FROM json_each(CAST(?1 AS TEXT))
+`
+
+// BlockedCacheFill writes the ids of BlockedCacheBlocked (a JSON array)
+// into the emptied blocked_issues_cache.
+func (q *Queries) BlockedCacheFill(ctx context.Context, db DBTX, ids string) error {
+	_, err := db.ExecContext(ctx, blockedCacheFill, ids)
 	return err
 }
