@@ -54,8 +54,9 @@ func closeEvents(t *testing.T, conn *sql.DB, id string) []string {
 // a; bd (`bd close X --reason`, actor a) closes one, bd-claim its twin.
 // The same cells change, to the same values but the times (closed_at and
 // updated_at equal to each other, as bd writes them); the closed events
-// are alike, and bd-claim's close leaves the dirty mark for bd's export; blocked_issues_cache is the same after
-// each close of a blocker of a chain.
+// are alike, and bd-claim's close leaves the dirty mark for bd's export;
+// blocked_issues_cache is the same after each close of a blocker of a
+// chain; a convoy whose tracked issues are all closed is closed alike.
 func TestCloseTwinsSQLite(t *testing.T) {
 	for _, version := range []string{"v0.47.1", "v0.49.6"} {
 		t.Run(version, func(t *testing.T) {
@@ -102,6 +103,45 @@ func TestCloseTwinsSQLite(t *testing.T) {
 				assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dirty_issues WHERE issue_id = ?", pair[1]), 1)
 			}
 			assert.DeepEqual(t, cache(), []string{viaBd.tail})
+
+			// Convoy completion: a convoy (an issue labelled gt:convoy)
+			// whose tracked issues are all closed is closed with the last
+			// of them, by system:convoy-completion, as bd closes its twin;
+			// one that still tracks an open issue stays open.
+			convoy := func(tracks ...string) string {
+				id := cw.create(t, "convoy", "-l", "gt:convoy")
+				for _, x := range tracks {
+					w.OK("dep", "add", id, x, "--type", "tracks")
+				}
+				return id
+			}
+			open := cw.create(t, "still open")
+			tracked := [2]string{cw.create(t, "tracked"), cw.create(t, "tracked")}
+			done := [2]string{convoy(tracked[0]), convoy(tracked[1])}
+			partial := [2]string{convoy(tracked[0], open), convoy(tracked[1], open)}
+			for _, id := range tracked {
+				_, err := s.Claim(ctx, claim.Request{Agent: "a", ID: id})
+				assert.NilError(t, err)
+			}
+			beforeBd, beforeUs := rowOf(t, conn, "issues", "id", done[0]), rowOf(t, conn, "issues", "id", done[1])
+			time.Sleep(1100 * time.Millisecond)
+			w.As("a").OK("close", tracked[0], "--reason", "done")
+			_, err := s.CloseIssue(ctx, claim.CloseRequest{Agent: "a", ID: tracked[1], Reason: "done"})
+			assert.NilError(t, err)
+			afterBd, afterUs := rowOf(t, conn, "issues", "id", done[0]), rowOf(t, conn, "issues", "id", done[1])
+			assert.DeepEqual(t, claimtest.Changed(beforeBd, afterBd), []string{"close_reason", "closed_at", "status", "updated_at"})
+			assert.DeepEqual(t, claimtest.Changed(beforeUs, afterUs), claimtest.Changed(beforeBd, afterBd))
+			for _, c := range []string{"status", "close_reason", "closed_by_session", "content_hash"} {
+				assert.Equal(t, afterUs[c], afterBd[c], c)
+			}
+			assert.Equal(t, afterUs["closed_at"], afterUs["updated_at"])
+			assert.Equal(t, afterUs["closed_at"], rowOf(t, conn, "issues", "id", tracked[1])["closed_at"], "closed with the issue, at its time")
+			assert.DeepEqual(t, closeEvents(t, conn, done[1]), closeEvents(t, conn, done[0]))
+			assert.DeepEqual(t, closeEvents(t, conn, done[1]), []string{"closed|system:convoy-completion|<null>|<null>|All tracked issues completed"})
+			assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dirty_issues WHERE issue_id = ?", done[1]), 1)
+			for _, id := range partial {
+				assert.Equal(t, rowOf(t, conn, "issues", "id", id)["status"], "open", "%s still tracks %s", id, open)
+			}
 		})
 	}
 }
