@@ -2,7 +2,6 @@ package claim_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"testing"
@@ -16,9 +15,9 @@ import (
 
 // rowOf reads every column of a row of table whose key column is value,
 // as text by name.
-func rowOf(t *testing.T, conn *sql.DB, table, key, value string) map[string]string {
+func rowOf(t *testing.T, conn claimtest.Querier, table, key, value string) map[string]string {
 	t.Helper()
-	rows, err := conn.Query("SELECT * FROM "+table+" WHERE "+key+" = ?", value)
+	rows, err := conn.QueryContext(context.Background(), "SELECT * FROM "+table+" WHERE "+key+" = ?", value)
 	assert.NilError(t, err)
 	defer rows.Close()
 	cols, err := rows.Columns()
@@ -44,7 +43,7 @@ func rowOf(t *testing.T, conn *sql.DB, table, key, value string) map[string]stri
 
 // closeEvents is the events of an issue after its claim, as twins share
 // them: type, actor, old_value, new_value and comment.
-func closeEvents(t *testing.T, conn *sql.DB, id string) []string {
+func closeEvents(t *testing.T, conn claimtest.Querier, id string) []string {
 	t.Helper()
 	return claimtest.Strings(t, conn, `SELECT CONCAT(event_type, '|', actor, '|', COALESCE(old_value, '<null>'), '|', COALESCE(new_value, '<null>'), '|', COALESCE(comment, '<null>'))
 		FROM events WHERE issue_id = ? AND event_type = 'closed' ORDER BY created_at`, id)
@@ -146,58 +145,79 @@ func TestCloseTwinsSQLite(t *testing.T) {
 	}
 }
 
-// Close twins on a Dolt server (bd v1.3.0): the same cells change (the
-// issue closed with a fresh row_lock), the closed events are alike, the
-// lease rows are gone, both coordination cells of the issue's shard are
-// written, the unblocked issue's is_blocked is cleared alike, and each
-// close is one Dolt commit "bd: close ID" by beads <beads@local> of one
-// issues row, with the same cells as bd's (the unblocked issue's
-// is_blocked included).
+// Close twins on a Dolt server (bd v1.3.0): see doltCloseTwins.
 func TestCloseTwinsDolt(t *testing.T) {
 	dw := claimtest.NeedDolt(t).Workspace(t, "ct")
 	conn := dw.DB(t)
-	cw := &confWorkspace{&dw.BdRunner}
+	doltCloseTwins(t, &confWorkspace{&dw.BdRunner}, &dw.As("a").BdRunner, func(fn func(claimtest.Querier)) { fn(conn) })
+}
+
+// doltCloseTwins closes twins on a bd v1.3.0 workspace (a server's, or an
+// embedded one, whose database look opens for fn and closes again): the
+// same cells change when bd (bdA, acting as a) closes an issue and
+// bd-claim its twin (the issue closed with a fresh row_lock), the closed
+// events are alike, the lease rows are gone, both coordination cells of
+// the issue's shard are written, the unblocked issue's is_blocked is
+// cleared alike, and each close is one Dolt commit "bd: close ID" by
+// beads <beads@local> with the same diff stat as bd's (the unblocked
+// issue's is_blocked included).
+func doltCloseTwins(t *testing.T, cw *confWorkspace, bdA *claimtest.BdRunner, look func(fn func(claimtest.Querier))) {
+	t.Helper()
 	viaBd, viaUs := newCloseTwins(t, cw, "twin"), newCloseTwins(t, cw, "twin")
 	s := cw.store(t, claim.Options{})
 	ctx := context.Background()
+	commit := func() (log, stat []string) {
+		look(func(q claimtest.Querier) {
+			log = claimtest.Strings(t, q, "SELECT CONCAT(message, '|', committer, '|', email) FROM dolt_log LIMIT 1")
+			stat = claimtest.Strings(t, q, "SELECT CONCAT(table_name, ' ', rows_modified, ' ', cells_modified) FROM dolt_diff_stat('HEAD~1', 'HEAD')")
+		})
+		return log, stat
+	}
+	rows := func(ids ...string) (out []map[string]string) {
+		look(func(q claimtest.Querier) {
+			for _, id := range ids {
+				out = append(out, rowOf(t, q, "issues", "id", id))
+			}
+		})
+		return out
+	}
 	for _, pair := range [][2]string{{viaBd.head, viaUs.head}, {viaBd.child, viaUs.child}} {
 		for _, id := range pair {
 			_, err := s.Claim(ctx, claim.Request{Agent: "a", ID: id})
 			assert.NilError(t, err)
 		}
-		beforeBd, beforeUs := rowOf(t, conn, "issues", "id", pair[0]), rowOf(t, conn, "issues", "id", pair[1])
+		before := rows(pair[0], pair[1])
 		time.Sleep(1100 * time.Millisecond)
-		dw.As("a").OK("close", pair[0], "--reason", "done")
-		bdCommit := claimtest.Strings(t, conn, "SELECT CONCAT(message, '|', committer, '|', email) FROM dolt_log LIMIT 1")
-		bdStat := claimtest.Strings(t, conn, "SELECT CONCAT(table_name, ' ', rows_modified, ' ', cells_modified) FROM dolt_diff_stat('HEAD~1', 'HEAD')")
+		bdA.OK("close", pair[0], "--reason", "done")
+		bdCommit, bdStat := commit()
 		time.Sleep(1100 * time.Millisecond)
 		_, err := s.CloseIssue(ctx, claim.CloseRequest{Agent: "a", ID: pair[1], Reason: "done"})
 		assert.NilError(t, err)
-		ourCommit := claimtest.Strings(t, conn, "SELECT CONCAT(message, '|', committer, '|', email) FROM dolt_log LIMIT 1")
-		ourStat := claimtest.Strings(t, conn, "SELECT CONCAT(table_name, ' ', rows_modified, ' ', cells_modified) FROM dolt_diff_stat('HEAD~1', 'HEAD')")
+		ourCommit, ourStat := commit()
 		assert.DeepEqual(t, bdCommit, []string{"bd: close " + pair[0] + "|beads|beads@local"})
 		assert.DeepEqual(t, ourCommit, []string{"bd: close " + pair[1] + "|beads|beads@local"})
 		assert.DeepEqual(t, ourStat, bdStat)
-		afterBd, afterUs := rowOf(t, conn, "issues", "id", pair[0]), rowOf(t, conn, "issues", "id", pair[1])
-		assert.DeepEqual(t, claimtest.Changed(beforeUs, afterUs), claimtest.Changed(beforeBd, afterBd))
+		after := rows(pair[0], pair[1])
+		assert.DeepEqual(t, claimtest.Changed(before[1], after[1]), claimtest.Changed(before[0], after[0]))
 		for _, c := range []string{"status", "close_reason", "closed_by_session", "content_hash", "assignee", "is_blocked"} {
-			assert.Equal(t, afterUs[c], afterBd[c], c)
+			assert.Equal(t, after[1][c], after[0][c], c)
 		}
-		assert.DeepEqual(t, closeEvents(t, conn, pair[1]), closeEvents(t, conn, pair[0]))
-		assert.DeepEqual(t, closeEvents(t, conn, pair[1]), []string{"closed|a||done|<null>"})
-		for _, id := range pair {
-			assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM leases WHERE issue_id = ?", id), 0)
-		}
+		look(func(q claimtest.Querier) {
+			assert.DeepEqual(t, closeEvents(t, q, pair[1]), closeEvents(t, q, pair[0]))
+			assert.DeepEqual(t, closeEvents(t, q, pair[1]), []string{"closed|a||done|<null>"})
+			for _, id := range pair {
+				assert.Equal(t, claimtest.Count(t, q, "SELECT count(*) FROM leases WHERE issue_id = ?", id), 0)
+			}
+		})
 	}
 	for _, pair := range [][2]string{{viaBd.mid, viaUs.mid}, {viaBd.tail, viaUs.tail}, {viaBd.epic, viaUs.epic}} {
-		a, b := rowOf(t, conn, "issues", "id", pair[0]), rowOf(t, conn, "issues", "id", pair[1])
-		for _, c := range []string{"status", "is_blocked", "updated_at"} {
-			if c == "updated_at" {
-				continue // made at different instants
-			}
-			assert.Equal(t, b[c], a[c], "%s of %s and its twin %s", c, pair[1], pair[0])
+		r := rows(pair[0], pair[1])
+		for _, c := range []string{"status", "is_blocked"} {
+			assert.Equal(t, r[1][c], r[0][c], "%s of %s and its twin %s", c, pair[1], pair[0])
 		}
 	}
-	cells := claimtest.Strings(t, conn, "SELECT `key` FROM local_metadata WHERE `key` LIKE 'dependency-coordination/%' ORDER BY `key`")
-	assert.Equal(t, len(cells)%2, 0, "both tiers: %v", cells)
+	look(func(q claimtest.Querier) {
+		cells := claimtest.Strings(t, q, "SELECT `key` FROM local_metadata WHERE `key` LIKE 'dependency-coordination/%' ORDER BY `key`")
+		assert.Equal(t, len(cells)%2, 0, "both tiers: %v", cells)
+	})
 }
