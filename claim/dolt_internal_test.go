@@ -81,8 +81,10 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 		_, err := conn.Exec("UPDATE leases SET lease_expires_at = '2000-01-01 00:00:00' WHERE issue_id = ?", id)
 		assert.NilError(t, err)
 	}
-	// dependents makes issue id block an issue (which has a child) and a
-	// wisp, as bd leaves them: is_blocked set, Dolt-committed.
+	// dependents makes issue id block an issue, that issue's child (which
+	// the close's recomputation meets twice: a depender and a
+	// descendant) and a wisp, as bd leaves them: is_blocked set,
+	// Dolt-committed.
 	dependents := func(id string) {
 		insertLabelled(t, conn, id+"-after", "after")
 		insertLabelled(t, conn, id+"-kid", "kid")
@@ -90,6 +92,7 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 		for _, q := range []string{
 			"INSERT INTO dependencies (id, issue_id, depends_on_issue_id, type, created_by) VALUES (UUID(), '" + id + "-after', '" + id + "', 'blocks', 't')",
 			"INSERT INTO dependencies (id, issue_id, depends_on_issue_id, type, created_by) VALUES (UUID(), '" + id + "-kid', '" + id + "-after', 'parent-child', 't')",
+			"INSERT INTO dependencies (id, issue_id, depends_on_issue_id, type, created_by) VALUES (UUID(), '" + id + "-kid', '" + id + "', 'blocks', 't')",
 			"INSERT INTO wisp_dependencies (id, issue_id, depends_on_issue_id, type, created_by) VALUES (UUID(), '" + id + "-wafter', '" + id + "', 'blocks', 't')",
 			"UPDATE issues SET is_blocked = 1 WHERE id IN ('" + id + "-after', '" + id + "-kid')",
 			"UPDATE wisps SET is_blocked = 1 WHERE id = '" + id + "-wafter'",
