@@ -77,17 +77,25 @@ func TestCloseTwinsSQLite(t *testing.T) {
 				slices.Sort(ids)
 				return slices.Compact(ids)
 			}
-			for _, pair := range [][2]string{{viaBd.head, viaUs.head}, {viaBd.child, viaUs.child}} {
+			// closeTwins claims pair as a, closes pair[0] with bd and
+			// pair[1] with bd-claim, and compares watch[0] (pair[0] or
+			// what its close closed too) with its twin watch[1]: the same
+			// four cells change, to the same values but the times, the
+			// closed event is event, and bd-claim's close leaves the dirty
+			// mark (bd flushes its own close to issues.jsonl at exit,
+			// which clears its mark).
+			closeTwins := func(pair, watch [2]string, event string) {
+				t.Helper()
 				for _, id := range pair {
 					_, err := s.Claim(ctx, claim.Request{Agent: "a", ID: id})
 					assert.NilError(t, err)
 				}
-				beforeBd, beforeUs := rowOf(t, conn, "issues", "id", pair[0]), rowOf(t, conn, "issues", "id", pair[1])
+				beforeBd, beforeUs := rowOf(t, conn, "issues", "id", watch[0]), rowOf(t, conn, "issues", "id", watch[1])
 				time.Sleep(1100 * time.Millisecond)
 				w.As("a").OK("close", pair[0], "--reason", "done")
 				_, err := s.CloseIssue(ctx, claim.CloseRequest{Agent: "a", ID: pair[1], Reason: "done"})
 				assert.NilError(t, err)
-				afterBd, afterUs := rowOf(t, conn, "issues", "id", pair[0]), rowOf(t, conn, "issues", "id", pair[1])
+				afterBd, afterUs := rowOf(t, conn, "issues", "id", watch[0]), rowOf(t, conn, "issues", "id", watch[1])
 				assert.DeepEqual(t, claimtest.Changed(beforeUs, afterUs), claimtest.Changed(beforeBd, afterBd))
 				assert.DeepEqual(t, claimtest.Changed(beforeBd, afterBd), []string{"close_reason", "closed_at", "status", "updated_at"})
 				for _, c := range []string{"status", "close_reason", "closed_by_session", "content_hash", "assignee"} {
@@ -95,11 +103,12 @@ func TestCloseTwinsSQLite(t *testing.T) {
 				}
 				assert.Equal(t, afterUs["closed_at"], afterUs["updated_at"])
 				assert.Equal(t, afterBd["closed_at"], afterBd["updated_at"])
-				assert.DeepEqual(t, closeEvents(t, conn, pair[1]), closeEvents(t, conn, pair[0]))
-				assert.DeepEqual(t, closeEvents(t, conn, pair[1]), []string{"closed|a|<null>|<null>|done"})
-				// bd flushes its own close to issues.jsonl at exit, which
-				// clears its mark; bd-claim leaves the mark for that export.
-				assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dirty_issues WHERE issue_id = ?", pair[1]), 1)
+				assert.DeepEqual(t, closeEvents(t, conn, watch[1]), closeEvents(t, conn, watch[0]))
+				assert.DeepEqual(t, closeEvents(t, conn, watch[1]), []string{event})
+				assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dirty_issues WHERE issue_id = ?", watch[1]), 1)
+			}
+			for _, pair := range [][2]string{{viaBd.head, viaUs.head}, {viaBd.child, viaUs.child}} {
+				closeTwins(pair, pair, "closed|a|<null>|<null>|done")
 			}
 			assert.DeepEqual(t, cache(), []string{viaBd.tail})
 
@@ -118,26 +127,8 @@ func TestCloseTwinsSQLite(t *testing.T) {
 			tracked := [2]string{cw.create(t, "tracked"), cw.create(t, "tracked")}
 			done := [2]string{convoy(tracked[0]), convoy(tracked[1])}
 			partial := [2]string{convoy(tracked[0], open), convoy(tracked[1], open)}
-			for _, id := range tracked {
-				_, err := s.Claim(ctx, claim.Request{Agent: "a", ID: id})
-				assert.NilError(t, err)
-			}
-			beforeBd, beforeUs := rowOf(t, conn, "issues", "id", done[0]), rowOf(t, conn, "issues", "id", done[1])
-			time.Sleep(1100 * time.Millisecond)
-			w.As("a").OK("close", tracked[0], "--reason", "done")
-			_, err := s.CloseIssue(ctx, claim.CloseRequest{Agent: "a", ID: tracked[1], Reason: "done"})
-			assert.NilError(t, err)
-			afterBd, afterUs := rowOf(t, conn, "issues", "id", done[0]), rowOf(t, conn, "issues", "id", done[1])
-			assert.DeepEqual(t, claimtest.Changed(beforeBd, afterBd), []string{"close_reason", "closed_at", "status", "updated_at"})
-			assert.DeepEqual(t, claimtest.Changed(beforeUs, afterUs), claimtest.Changed(beforeBd, afterBd))
-			for _, c := range []string{"status", "close_reason", "closed_by_session", "content_hash"} {
-				assert.Equal(t, afterUs[c], afterBd[c], c)
-			}
-			assert.Equal(t, afterUs["closed_at"], afterUs["updated_at"])
-			assert.Equal(t, afterUs["closed_at"], rowOf(t, conn, "issues", "id", tracked[1])["closed_at"], "closed with the issue, at its time")
-			assert.DeepEqual(t, closeEvents(t, conn, done[1]), closeEvents(t, conn, done[0]))
-			assert.DeepEqual(t, closeEvents(t, conn, done[1]), []string{"closed|system:convoy-completion|<null>|<null>|All tracked issues completed"})
-			assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dirty_issues WHERE issue_id = ?", done[1]), 1)
+			closeTwins(tracked, done, "closed|system:convoy-completion|<null>|<null>|All tracked issues completed")
+			assert.Equal(t, rowOf(t, conn, "issues", "id", done[1])["closed_at"], rowOf(t, conn, "issues", "id", tracked[1])["closed_at"], "closed with the issue, at its time")
 			for _, id := range partial {
 				assert.Equal(t, rowOf(t, conn, "issues", "id", id)["status"], "open", "%s still tracks %s", id, open)
 			}
