@@ -427,8 +427,8 @@ func (x sqliteTx) closable(id string) error {
 			x.flavor.version, closeVersion, maxVersion[0], maxVersion[1], id)
 	}
 	blockers, err := x.e.q.IssueCloseBlockers(x.ctx, x.conn, id)
-	if err == nil && len(blockers) > 0 {
-		err = Errorf(ENotClaimable, "issue %s is blocked by open issues %s: bd close refuses to close it until they are closed", id, strings.Join(blockers, ", "))
+	if err == nil && blockers != "" {
+		err = Errorf(ENotClaimable, "issue %s is blocked by open issues %s: bd close refuses to close it until they are closed", id, blockers)
 	}
 	return err
 }
@@ -456,7 +456,9 @@ func (x sqliteTx) closeIssue(r *row, actor, reason string) error {
 	if err := x.rebuildBlockedCache(); err != nil {
 		return err
 	}
-	convoys, err := x.e.q.ConvoysTracking(x.ctx, x.conn, r.ID)
+	list, err := x.e.q.ConvoysTracking(x.ctx, x.conn, r.ID)
+	var convoys []string
+	_ = json.Unmarshal([]byte(list), &convoys) // SQLite's json_group_array output
 	for _, id := range convoys {
 		var open int64
 		if open, err = x.e.q.ConvoyOpenTracked(x.ctx, x.conn, id); err == nil && open == 0 {
@@ -475,16 +477,16 @@ func (x sqliteTx) closeIssue(r *row, actor, reason string) error {
 
 // rebuildBlockedCache fills blocked_issues_cache anew as bd's
 // rebuildBlockedCache does after a close: emptied, then the issues bd's
-// blocked rule (BlockedCacheBlocked, bd's own recursive query) finds.
+// blocked rule (BlockedCacheBlocked, bd's own recursive query, as a JSON
+// array) finds.
 func (x sqliteTx) rebuildBlockedCache() error {
 	err := x.e.q.BlockedCacheClear(x.ctx, x.conn)
-	var ids []string
+	var ids string
 	if err == nil {
 		ids, err = x.e.q.BlockedCacheBlocked(x.ctx, x.conn)
 	}
 	if err == nil {
-		list, _ := json.Marshal(append([]string{}, ids...)) // a []string always marshals
-		err = x.e.q.BlockedCacheFill(x.ctx, x.conn, string(list))
+		err = x.e.q.BlockedCacheFill(x.ctx, x.conn, ids)
 	}
 	return err
 }

@@ -9,7 +9,7 @@ import (
 	"context"
 )
 
-const blockedCacheBlocked = `-- name: BlockedCacheBlocked :many
+const blockedCacheBlocked = `-- name: BlockedCacheBlocked :one
 WITH RECURSIVE
   blocked_directly AS (
     SELECT DISTINCT d.issue_id
@@ -73,34 +73,19 @@ WITH RECURSIVE
     WHERE d.type = 'parent-child'
       AND bt.depth < 50
   )
-SELECT DISTINCT issue_id FROM blocked_transitively
+SELECT CAST(json_group_array(issue_id) AS TEXT) AS ids
+FROM (SELECT DISTINCT issue_id FROM blocked_transitively)
 `
 
 // BlockedCacheBlocked is the SELECT of bd's rebuildBlockedCache, as bd
-// writes it: the issues blocked by an open 'blocks' blocker, by a
+// writes it, as a JSON array: the issues blocked by an open 'blocks' blocker, by a
 // 'conditional-blocks' blocker not closed with a failure, by a
 // 'waits-for' gate, and their parent-child descendants to depth 50.
-func (q *Queries) BlockedCacheBlocked(ctx context.Context, db DBTX) ([]string, error) {
-	rows, err := db.QueryContext(ctx, blockedCacheBlocked)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []string
-	for rows.Next() {
-		var issue_id string
-		if err := rows.Scan(&issue_id); err != nil {
-			return nil, err
-		}
-		items = append(items, issue_id)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+func (q *Queries) BlockedCacheBlocked(ctx context.Context, db DBTX) (string, error) {
+	row := db.QueryRowContext(ctx, blockedCacheBlocked)
+	var ids string
+	err := row.Scan(&ids)
+	return ids, err
 }
 
 const blockedCacheClear = `-- name: BlockedCacheClear :exec
@@ -112,8 +97,9 @@ DELETE FROM blocked_issues_cache
 // internal/storage/sqlite/blocked_cache.go) as bd-claim runs it after a
 // close. bd's own is DELETE, then INSERT INTO blocked_issues_cache WITH
 // RECURSIVE ... SELECT; sqlc cannot resolve a recursive CTE under an
-// INSERT, so bd-claim reads bd's SELECT (BlockedCacheBlocked) and writes
-// its rows (BlockedCacheFill): the same rows, in the same transaction.
+// INSERT, so bd-claim reads bd's SELECT (BlockedCacheBlocked, as a JSON
+// array) and writes its rows (BlockedCacheFill): the same rows, in the same
+// transaction.
 func (q *Queries) BlockedCacheClear(ctx context.Context, db DBTX) error {
 	_, err := db.ExecContext(ctx, blockedCacheClear)
 	return err

@@ -57,40 +57,28 @@ func (q *Queries) ConvoyOpenTracked(ctx context.Context, db DBTX, convoyID strin
 	return count, err
 }
 
-const convoysTracking = `-- name: ConvoysTracking :many
-SELECT DISTINCT d.issue_id
-FROM dependencies d
-JOIN issues i ON d.issue_id = i.id
-JOIN labels l ON i.id = l.issue_id AND l.label = 'gt:convoy'
-WHERE d.depends_on_id = ?1
-  AND d.type = 'tracks'
-  AND i.status != 'closed'
+const convoysTracking = `-- name: ConvoysTracking :one
+SELECT CAST(json_group_array(issue_id) AS TEXT) AS convoys
+FROM (
+  SELECT DISTINCT d.issue_id
+  FROM dependencies d
+  JOIN issues i ON d.issue_id = i.id
+  JOIN labels l ON i.id = l.issue_id AND l.label = 'gt:convoy'
+  WHERE d.depends_on_id = ?1
+    AND d.type = 'tracks'
+    AND i.status != 'closed'
+)
 `
 
-// ConvoysTracking lists the convoys (issues labelled gt:convoy) that track
-// an issue and are not closed: bd's CloseIssue closes each whose tracked
-// issues are all closed ("reactive convoy completion").
-func (q *Queries) ConvoysTracking(ctx context.Context, db DBTX, issueID string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, convoysTracking, issueID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []string
-	for rows.Next() {
-		var issue_id string
-		if err := rows.Scan(&issue_id); err != nil {
-			return nil, err
-		}
-		items = append(items, issue_id)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// ConvoysTracking lists, as a JSON array, the convoys (issues labelled
+// gt:convoy) that track an issue and are not closed: bd's CloseIssue
+// closes each whose tracked issues are all closed ("reactive convoy
+// completion").
+func (q *Queries) ConvoysTracking(ctx context.Context, db DBTX, issueID string) (string, error) {
+	row := db.QueryRowContext(ctx, convoysTracking, issueID)
+	var convoys string
+	err := row.Scan(&convoys)
+	return convoys, err
 }
 
 const issueClose = `-- name: IssueClose :execrows
@@ -136,41 +124,29 @@ func (q *Queries) IssueClose(ctx context.Context, db DBTX, arg IssueCloseParams)
 	return result.RowsAffected()
 }
 
-const issueCloseBlockers = `-- name: IssueCloseBlockers :many
-SELECT d.depends_on_id
-FROM dependencies d
-JOIN issues blocker ON d.depends_on_id = blocker.id
-WHERE d.issue_id = ?1
-  AND d.type = 'blocks'
-  AND blocker.status IN ('open', 'in_progress', 'blocked', 'deferred', 'hooked')
-  AND EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = ?1)
-ORDER BY blocker.priority ASC
+const issueCloseBlockers = `-- name: IssueCloseBlockers :one
+SELECT CAST(COALESCE(group_concat(depends_on_id, ', '), '') AS TEXT) AS blockers
+FROM (
+  SELECT d.depends_on_id
+  FROM dependencies d
+  JOIN issues blocker ON d.depends_on_id = blocker.id
+  WHERE d.issue_id = ?1
+    AND d.type = 'blocks'
+    AND blocker.status IN ('open', 'in_progress', 'blocked', 'deferred', 'hooked')
+    AND EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = ?1)
+  ORDER BY blocker.priority ASC
+)
 `
 
-// IssueCloseBlockers lists the open issues that block one issue, most
-// urgent first, when the issue is in blocked_issues_cache: bd close
-// (v0.47+) refuses to close a blocked issue (bd's IsBlocked).
-func (q *Queries) IssueCloseBlockers(ctx context.Context, db DBTX, issueID string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, issueCloseBlockers, issueID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []string
-	for rows.Next() {
-		var depends_on_id string
-		if err := rows.Scan(&depends_on_id); err != nil {
-			return nil, err
-		}
-		items = append(items, depends_on_id)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// IssueCloseBlockers names the open issues that block one issue, most
+// urgent first, comma-separated (” for none), when the issue is in
+// blocked_issues_cache: bd close (v0.47+) refuses to close a blocked issue
+// (bd's IsBlocked).
+func (q *Queries) IssueCloseBlockers(ctx context.Context, db DBTX, issueID string) (string, error) {
+	row := db.QueryRowContext(ctx, issueCloseBlockers, issueID)
+	var blockers string
+	err := row.Scan(&blockers)
+	return blockers, err
 }
 
 const issueHeldCount = `-- name: IssueHeldCount :one

@@ -4,13 +4,14 @@
 -- internal/storage/sqlite/blocked_cache.go) as bd-claim runs it after a
 -- close. bd's own is DELETE, then INSERT INTO blocked_issues_cache WITH
 -- RECURSIVE ... SELECT; sqlc cannot resolve a recursive CTE under an
--- INSERT, so bd-claim reads bd's SELECT (BlockedCacheBlocked) and writes
--- its rows (BlockedCacheFill): the same rows, in the same transaction.
+-- INSERT, so bd-claim reads bd's SELECT (BlockedCacheBlocked, as a JSON
+-- array) and writes its rows (BlockedCacheFill): the same rows, in the same
+-- transaction.
 DELETE FROM blocked_issues_cache;
 
--- name: BlockedCacheBlocked :many
+-- name: BlockedCacheBlocked :one
 -- BlockedCacheBlocked is the SELECT of bd's rebuildBlockedCache, as bd
--- writes it: the issues blocked by an open 'blocks' blocker, by a
+-- writes it, as a JSON array: the issues blocked by an open 'blocks' blocker, by a
 -- 'conditional-blocks' blocker not closed with a failure, by a
 -- 'waits-for' gate, and their parent-child descendants to depth 50.
 WITH RECURSIVE
@@ -76,7 +77,8 @@ WITH RECURSIVE
     WHERE d.type = 'parent-child'
       AND bt.depth < 50
   )
-SELECT DISTINCT issue_id FROM blocked_transitively;
+SELECT CAST(json_group_array(issue_id) AS TEXT) AS ids
+FROM (SELECT DISTINCT issue_id FROM blocked_transitively);
 
 -- name: BlockedCacheFill :exec
 -- BlockedCacheFill writes the ids of BlockedCacheBlocked (a JSON array)

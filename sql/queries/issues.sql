@@ -46,30 +46,38 @@ WHERE id = @id
   AND status = CAST(@old_status AS TEXT)
   AND COALESCE(assignee, '') = CAST(@old_assignee AS TEXT);
 
--- name: IssueCloseBlockers :many
--- IssueCloseBlockers lists the open issues that block one issue, most
--- urgent first, when the issue is in blocked_issues_cache: bd close
--- (v0.47+) refuses to close a blocked issue (bd's IsBlocked).
-SELECT d.depends_on_id
-FROM dependencies d
-JOIN issues blocker ON d.depends_on_id = blocker.id
-WHERE d.issue_id = @issue_id
-  AND d.type = 'blocks'
-  AND blocker.status IN ('open', 'in_progress', 'blocked', 'deferred', 'hooked')
-  AND EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = @issue_id)
-ORDER BY blocker.priority ASC;
+-- name: IssueCloseBlockers :one
+-- IssueCloseBlockers names the open issues that block one issue, most
+-- urgent first, comma-separated ('' for none), when the issue is in
+-- blocked_issues_cache: bd close (v0.47+) refuses to close a blocked issue
+-- (bd's IsBlocked).
+SELECT CAST(COALESCE(group_concat(depends_on_id, ', '), '') AS TEXT) AS blockers
+FROM (
+  SELECT d.depends_on_id
+  FROM dependencies d
+  JOIN issues blocker ON d.depends_on_id = blocker.id
+  WHERE d.issue_id = @issue_id
+    AND d.type = 'blocks'
+    AND blocker.status IN ('open', 'in_progress', 'blocked', 'deferred', 'hooked')
+    AND EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = @issue_id)
+  ORDER BY blocker.priority ASC
+);
 
--- name: ConvoysTracking :many
--- ConvoysTracking lists the convoys (issues labelled gt:convoy) that track
--- an issue and are not closed: bd's CloseIssue closes each whose tracked
--- issues are all closed ("reactive convoy completion").
-SELECT DISTINCT d.issue_id
-FROM dependencies d
-JOIN issues i ON d.issue_id = i.id
-JOIN labels l ON i.id = l.issue_id AND l.label = 'gt:convoy'
-WHERE d.depends_on_id = @issue_id
-  AND d.type = 'tracks'
-  AND i.status != 'closed';
+-- name: ConvoysTracking :one
+-- ConvoysTracking lists, as a JSON array, the convoys (issues labelled
+-- gt:convoy) that track an issue and are not closed: bd's CloseIssue
+-- closes each whose tracked issues are all closed ("reactive convoy
+-- completion").
+SELECT CAST(json_group_array(issue_id) AS TEXT) AS convoys
+FROM (
+  SELECT DISTINCT d.issue_id
+  FROM dependencies d
+  JOIN issues i ON d.issue_id = i.id
+  JOIN labels l ON i.id = l.issue_id AND l.label = 'gt:convoy'
+  WHERE d.depends_on_id = @issue_id
+    AND d.type = 'tracks'
+    AND i.status != 'closed'
+);
 
 -- name: ConvoyOpenTracked :one
 -- ConvoyOpenTracked counts the issues a convoy tracks that are neither
