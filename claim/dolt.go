@@ -799,49 +799,49 @@ func coordinationCell(id, tier string) string {
 }
 
 // unblock recomputes is_blocked after the close of issue id as bd v1.3.0
-// does (AffectedByStatusChangeInTx, RecomputeIsBlockedInTxWithResult): the
-// issue, the rows blocked by or waiting on it or on its parents, and all
-// their parent-child descendants, in issues and wisps; then bd's mark and
-// unmark passes over them until a round changes nothing (updated_at kept).
+// does (AffectedByStatusChangeInTx, RecomputeIsBlockedInTxWithResult): over
+// the issue, the rows blocked by or waiting on it or on its parents, and all
+// their parent-child descendants, in issues and wisps (IssueCloseAffected),
+// bd's mark and unmark passes until a round changes nothing (updated_at
+// kept). A round is bd's passes in bd's order: issues marked, issues
+// unmarked, wisps marked, wisps unmarked (was: the is_blocked that a pass
+// changes), each row by its key.
 func (t *doltTx) unblock(id string) error {
+	raw, err := t.dq.IssueCloseAffected(t.ctx, t.conn, doltdb.IssueCloseAffectedParams{ID: id})
+	var rows []struct {
+		ID   string
+		Wisp int64
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(raw), &rows)
+	}
 	var issues, wisps []string
-	seen := map[string]bool{}
-	var next []sql.NullString
-	add := func(rid string, wisp int64) {
-		if seen[rid] {
-			return
-		}
-		seen[rid] = true
-		next = append(next, text(rid))
-		if wisp == 1 {
-			wisps = append(wisps, rid)
+	for _, r := range rows {
+		if r.Wisp == 1 {
+			wisps = append(wisps, r.ID)
 		} else {
-			issues = append(issues, rid)
+			issues = append(issues, r.ID)
 		}
 	}
-	add(id, 0)
-	seeds, err := t.dq.IssueCloseAffected(t.ctx, t.conn, doltdb.IssueCloseAffectedParams{ID: id})
-	for _, s := range seeds {
-		add(s.IssueID, s.Wisp)
+	issue := func(id string, was int64) (int64, error) {
+		return t.dq.IssueBlockedPass(t.ctx, t.conn, doltdb.IssueBlockedPassParams{Was: was, ID: id})
 	}
-	for err == nil && len(next) > 0 {
-		var kids []doltdb.IssueChildrenRow
-		kids, err = t.dq.IssueChildren(t.ctx, t.conn, doltdb.IssueChildrenParams{Ids: next})
-		next = nil
-		for _, k := range kids {
-			add(k.IssueID, k.Wisp)
-		}
+	wisp := func(id string, was int64) (int64, error) {
+		return t.dq.WispBlockedPass(t.ctx, t.conn, doltdb.WispBlockedPassParams{Was: was, ID: id})
 	}
 	passes := []struct {
 		ids  []string
-		pass func(context.Context, doltdb.DBTX, []string) (int64, error)
-	}{{issues, t.dq.IssueBlockedMark}, {issues, t.dq.IssueBlockedUnmark}, {wisps, t.dq.WispBlockedMark}, {wisps, t.dq.WispBlockedUnmark}}
+		was  int64
+		pass func(string, int64) (int64, error)
+	}{{issues, 0, issue}, {issues, 1, issue}, {wisps, 0, wisp}, {wisps, 1, wisp}}
 	for changed := int64(1); err == nil && changed > 0; {
 		changed = 0
 		for _, p := range passes {
-			if len(p.ids) > 0 && err == nil {
+			for _, rid := range p.ids {
 				var n int64
-				n, err = p.pass(t.ctx, t.conn, p.ids)
+				if err == nil {
+					n, err = p.pass(rid, p.was)
+				}
 				changed += n
 			}
 		}

@@ -140,176 +140,80 @@ SELECT
 FROM issues i
 WHERE i.id = sqlc.arg(id);
 
--- name: IssueCloseAffected :many
--- IssueCloseAffected seeds the issues and wisps whose is_blocked a close of
--- an issue may change, as bd v1.3.0's AffectedByStatusChangeInTx does: its
--- blocking dependers (blocks and conditional-blocks edges to it), the
--- waiters on it (waits-for edges to it) and on its parents; wisp is 1 for
--- a row of the wisps table. ClosedChildren expands them to their
--- parent-child descendants.
-SELECT e.issue_id, CAST(e.wisp AS SIGNED) AS wisp FROM (
-    SELECT d.issue_id, 0 AS wisp FROM dependencies d
+-- name: IssueCloseAffected :one
+-- IssueCloseAffected lists, as a JSON array of {"id", "wisp"} (wisp 1 for a
+-- row of the wisps table), the issues and wisps whose is_blocked a close of
+-- issue id may change, as bd v1.3.0's AffectedByStatusChangeInTx and
+-- expandByParentChildDescendantsInTx find them: the issue, its blocking
+-- dependers (blocks and conditional-blocks edges to it), the waiters on it
+-- (waits-for edges to it) and on its parents, and all their parent-child
+-- descendants, in issues and wisps.
+WITH RECURSIVE affected (issue_id, wisp) AS (
+    SELECT CAST(sqlc.arg(id) AS CHAR) AS issue_id, 0 AS wisp
+    UNION
+    SELECT d.issue_id, 0 FROM dependencies d
     WHERE d.depends_on_issue_id = CAST(sqlc.arg(id) AS CHAR) AND d.type IN ('blocks', 'conditional-blocks', 'waits-for')
-    UNION ALL
-    SELECT d.issue_id, 1 AS wisp FROM wisp_dependencies d
+    UNION
+    SELECT d.issue_id, 1 FROM wisp_dependencies d
     WHERE d.depends_on_issue_id = CAST(sqlc.arg(id) AS CHAR) AND d.type IN ('blocks', 'conditional-blocks', 'waits-for')
-    UNION ALL
-    SELECT w.issue_id, 0 AS wisp FROM dependencies p JOIN dependencies w
+    UNION
+    SELECT w.issue_id, 0 FROM dependencies p JOIN dependencies w
       ON w.type = 'waits-for' AND (w.depends_on_issue_id = p.depends_on_issue_id OR w.depends_on_wisp_id = p.depends_on_wisp_id)
     WHERE p.issue_id = CAST(sqlc.arg(id) AS CHAR) AND p.type = 'parent-child'
-    UNION ALL
-    SELECT w.issue_id, 1 AS wisp FROM dependencies p JOIN wisp_dependencies w
+    UNION
+    SELECT w.issue_id, 1 FROM dependencies p JOIN wisp_dependencies w
       ON w.type = 'waits-for' AND (w.depends_on_issue_id = p.depends_on_issue_id OR w.depends_on_wisp_id = p.depends_on_wisp_id)
     WHERE p.issue_id = CAST(sqlc.arg(id) AS CHAR) AND p.type = 'parent-child'
-) e;
+    UNION
+    SELECT c.issue_id, c.wisp FROM (
+        SELECT d.issue_id, 0 AS wisp, d.depends_on_issue_id, d.depends_on_wisp_id FROM dependencies d WHERE d.type = 'parent-child'
+        UNION ALL
+        SELECT d.issue_id, 1 AS wisp, d.depends_on_issue_id, d.depends_on_wisp_id FROM wisp_dependencies d WHERE d.type = 'parent-child'
+    ) c JOIN affected a ON c.depends_on_issue_id = a.issue_id OR c.depends_on_wisp_id = a.issue_id
+)
+SELECT CAST(COALESCE(JSON_ARRAYAGG(JSON_OBJECT('id', a.issue_id, 'wisp', a.wisp)), '[]') AS JSON) AS affected FROM affected a;
 
--- name: IssueChildren :many
--- IssueChildren lists the parent-child children of issues and wisps ids
--- (wisp 1 for a row of the wisps table): the next level of the
--- descendants bd's expandByParentChildDescendantsInTx walks.
-SELECT c.issue_id, CAST(c.wisp AS SIGNED) AS wisp FROM (
-    SELECT d.issue_id, 0 AS wisp FROM dependencies d
-    WHERE d.type = 'parent-child' AND (d.depends_on_issue_id IN (sqlc.slice('ids')) OR d.depends_on_wisp_id IN (sqlc.slice('ids')))
-    UNION ALL
-    SELECT d.issue_id, 1 AS wisp FROM wisp_dependencies d
-    WHERE d.type = 'parent-child' AND (d.depends_on_issue_id IN (sqlc.slice('ids')) OR d.depends_on_wisp_id IN (sqlc.slice('ids')))
-) c;
-
--- name: IssueBlockedMark :execrows
--- IssueBlockedMark is bd v1.3.0's mark pass of RecomputeIsBlockedInTx over
--- issues ids: is_blocked 1 for those an open blocker, a blocked parent or
--- a waits-for gate blocks (updated_at kept).
-UPDATE issues i SET i.is_blocked = 1, i.updated_at = i.updated_at
-WHERE i.id IN (sqlc.slice('ids'))
-  AND i.is_blocked = 0
-  AND i.status <> 'closed' AND i.status <> 'pinned'
-  AND (
-    EXISTS (
-      SELECT 1 FROM dependencies d
-      JOIN issues t ON t.id = d.depends_on_issue_id
-      WHERE d.issue_id = i.id
-        AND (d.type = 'blocks' OR d.type = 'conditional-blocks')
-        AND t.status <> 'closed' AND t.status <> 'pinned'
-    )
-    OR EXISTS (
-      SELECT 1 FROM dependencies d
-      JOIN wisps t ON t.id = d.depends_on_wisp_id
-      WHERE d.issue_id = i.id
-        AND (d.type = 'blocks' OR d.type = 'conditional-blocks')
-        AND t.status <> 'closed' AND t.status <> 'pinned'
-    )
-    OR EXISTS (
-      SELECT 1 FROM dependencies d
-      JOIN issues p ON p.id = d.depends_on_issue_id
-      WHERE d.issue_id = i.id
-        AND d.type = 'parent-child'
-        AND p.is_blocked = 1
-    )
-    OR EXISTS (
-      SELECT 1 FROM dependencies d
-      JOIN wisps p ON p.id = d.depends_on_wisp_id
-      WHERE d.issue_id = i.id
-        AND d.type = 'parent-child'
-        AND p.is_blocked = 1
-    )
-    OR EXISTS (
-      SELECT 1 FROM dependencies d
-      WHERE d.issue_id = i.id AND d.type = 'waits-for'
-        AND (
-          (
-            (
-              EXISTS (
-                SELECT 1 FROM dependencies cd JOIN issues child ON child.id = cd.issue_id
-                WHERE cd.type = 'parent-child'
-                  AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
-                    OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
-                  AND child.status <> 'closed' AND child.status <> 'pinned'
-              )
-              OR EXISTS (
-                SELECT 1 FROM wisp_dependencies cd JOIN wisps child ON child.id = cd.issue_id
-                WHERE cd.type = 'parent-child'
-                  AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
-                    OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
-                  AND child.status <> 'closed' AND child.status <> 'pinned'
-              )
-            )
-            AND NOT (
-              COALESCE(JSON_UNQUOTE(JSON_EXTRACT(d.metadata, '$.gate')), 'all-children') = 'any-children'
-              AND (
-                EXISTS (
-                  SELECT 1 FROM dependencies cd JOIN issues child ON child.id = cd.issue_id
-                  WHERE cd.type = 'parent-child'
-                    AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
-                      OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
-                    AND child.status = 'closed'
-                )
-                OR EXISTS (
-                  SELECT 1 FROM wisp_dependencies cd JOIN wisps child ON child.id = cd.issue_id
-                  WHERE cd.type = 'parent-child'
-                    AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
-                      OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
-                    AND child.status = 'closed'
-                )
-              )
-            )
-          )
-          OR (
-            COALESCE(JSON_UNQUOTE(JSON_EXTRACT(d.metadata, '$.also_blocks')), 'false') = 'true'
-            AND (
-              EXISTS (
-                SELECT 1 FROM issues sp
-                WHERE sp.id = d.depends_on_issue_id
-                  AND sp.status <> 'closed' AND sp.status <> 'pinned'
-              )
-              OR EXISTS (
-                SELECT 1 FROM wisps sp
-                WHERE sp.id = d.depends_on_wisp_id
-                  AND sp.status <> 'closed' AND sp.status <> 'pinned'
-              )
-            )
-          )
-        )
-    )
-  );
-
--- name: IssueBlockedUnmark :execrows
--- IssueBlockedUnmark is the unmark pass: is_blocked 0 for those nothing
--- blocks any more (updated_at kept).
-UPDATE issues i SET i.is_blocked = 0, i.updated_at = i.updated_at
-WHERE i.id IN (sqlc.slice('ids'))
-  AND i.is_blocked = 1
-  AND (
-    i.status = 'closed' OR i.status = 'pinned'
-    OR (
-      NOT EXISTS (
+-- name: IssueBlockedPass :execrows
+-- IssueBlockedPass is one pass of bd v1.3.0's RecomputeIsBlockedInTx over
+-- issue id (updated_at kept): with was 0 the mark pass, is_blocked 1 for
+-- those an open blocker, a blocked parent or a waits-for gate blocks; with
+-- was 1 the unmark pass, is_blocked 0 for those nothing blocks any more (or
+-- closed, or pinned). bd writes the passes as two statements whose
+-- conditions are each other's negation; here the one condition is
+-- compared with was.
+UPDATE issues i SET i.is_blocked = 1 - CAST(sqlc.arg(was) AS SIGNED), i.updated_at = i.updated_at
+WHERE i.id = sqlc.arg(id)
+  AND i.is_blocked = CAST(sqlc.arg(was) AS SIGNED)
+  AND (i.status <> 'closed' AND i.status <> 'pinned' AND (
+      EXISTS (
         SELECT 1 FROM dependencies d
         JOIN issues t ON t.id = d.depends_on_issue_id
         WHERE d.issue_id = i.id
           AND (d.type = 'blocks' OR d.type = 'conditional-blocks')
           AND t.status <> 'closed' AND t.status <> 'pinned'
       )
-      AND NOT EXISTS (
+      OR EXISTS (
         SELECT 1 FROM dependencies d
         JOIN wisps t ON t.id = d.depends_on_wisp_id
         WHERE d.issue_id = i.id
           AND (d.type = 'blocks' OR d.type = 'conditional-blocks')
           AND t.status <> 'closed' AND t.status <> 'pinned'
       )
-      AND NOT EXISTS (
+      OR EXISTS (
         SELECT 1 FROM dependencies d
         JOIN issues p ON p.id = d.depends_on_issue_id
         WHERE d.issue_id = i.id
           AND d.type = 'parent-child'
           AND p.is_blocked = 1
       )
-      AND NOT EXISTS (
+      OR EXISTS (
         SELECT 1 FROM dependencies d
         JOIN wisps p ON p.id = d.depends_on_wisp_id
         WHERE d.issue_id = i.id
           AND d.type = 'parent-child'
           AND p.is_blocked = 1
       )
-      AND NOT EXISTS (
+      OR EXISTS (
         SELECT 1 FROM dependencies d
         WHERE d.issue_id = i.id AND d.type = 'waits-for'
           AND (
@@ -367,5 +271,5 @@ WHERE i.id IN (sqlc.slice('ids'))
             )
           )
       )
-    )
-  );
+  )) <> CAST(sqlc.arg(was) AS SIGNED);
+
