@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,6 +114,7 @@ var conformanceChecks = []struct {
 	{"claim id fencing and max held", confFencing},
 	{"wait wakes on a release", confWait},
 	{"stats and explain agree", confFigures},
+	{"close: the fence, and bd ready as after bd close", confClose},
 }
 
 // Claim-next takes bd ready's head for each sort and filter, and what
@@ -450,4 +452,120 @@ func confFigures(t *testing.T, w *confWorkspace) {
 	want := []string{ids[1], ids[2], ids[3]}
 	slices.Sort(want)
 	assert.DeepEqual(t, ready, want)
+}
+
+// closeTwins is a chain (head blocks mid blocks tail) and an epic with
+// one child, made twice: one set closed by bd-claim, its twin by bd close.
+type closeTwins struct{ head, mid, tail, epic, child string }
+
+func newCloseTwins(t *testing.T, w *confWorkspace, tag string) closeTwins {
+	t.Helper()
+	var c closeTwins
+	c.head = w.create(t, tag+" head", "-p", "1")
+	c.mid = w.create(t, tag+" mid", "-p", "1")
+	c.tail = w.create(t, tag+" tail", "-p", "1")
+	w.OK("dep", "add", c.mid, c.head)
+	w.OK("dep", "add", c.tail, c.mid)
+	c.epic = w.create(t, tag+" epic", "-p", "2", "-t", "epic")
+	c.child = w.create(t, tag+" child", "-p", "2", "--parent", c.epic)
+	return c
+}
+
+// twinOf maps the ids of set a to those of set b.
+func (a closeTwins) twinOf(b closeTwins) map[string]string {
+	return map[string]string{a.head: b.head, a.mid: b.mid, a.tail: b.tail, a.epic: b.epic, a.child: b.child}
+}
+
+// Close: bd-claim closes what its agent holds, and afterwards bd ready
+// lists the twin of every issue it lists after bd's own close of the twin
+// (the chain unblocked one link at a time, the epic as bd leaves it). A
+// stale, foreign or unknown close is refused and changes nothing; a
+// retried close is a no-op; a dry run writes nothing.
+func confClose(t *testing.T, w *confWorkspace) {
+	ctx := context.Background()
+	ours, theirs := newCloseTwins(t, w, "ours"), newCloseTwins(t, w, "theirs")
+	twin := ours.twinOf(theirs)
+	c := newClock(time.Now().UTC().Truncate(time.Second))
+	s := w.store(t, claim.Options{Now: c.now})
+	parity := func(step string) {
+		t.Helper()
+		ready := w.ready(t, "priority")
+		in := map[string]bool{}
+		for _, id := range ready {
+			in[id] = true
+		}
+		for o, th := range twin {
+			assert.Equal(t, in[o], in[th], "%s: %s ready %v, its twin %s ready %v (bd ready %v)", step, o, in[o], th, in[th], ready)
+			assert.Equal(t, w.show(t, o), strings.Replace(w.show(t, th), "/bd", "/a", 1), "%s: %s as its twin %s", step, o, th)
+		}
+	}
+	closeBoth := func(o string) claim.Closed {
+		t.Helper()
+		got, err := s.Claim(ctx, claim.Request{Agent: "a", ID: o})
+		assert.NilError(t, err)
+		dry, err := s.CloseIssue(ctx, claim.CloseRequest{Agent: "a", ID: o, DryRun: true})
+		assert.NilError(t, err)
+		assert.Equal(t, w.show(t, o), "in_progress/a", "a dry run writes nothing")
+		assert.Equal(t, dry.ClaimID, got.ClaimID)
+		done, err := s.CloseIssue(ctx, claim.CloseRequest{Agent: "a", ID: o, ClaimID: got.ClaimID, Reason: "done"})
+		assert.NilError(t, err)
+		assert.Assert(t, done.ClaimID == got.ClaimID && !done.Already && done.Issue.Status == "closed", "%+v", done)
+		_, err = s.Claim(ctx, claim.Request{Agent: "a", ID: twin[o]})
+		assert.NilError(t, err)
+		w.OK("--actor", "a", "close", twin[o], "--reason", "done")
+		return done
+	}
+	parity("before any close")
+	closeBoth(ours.head)
+	parity("after the head's close")
+	closeBoth(ours.mid)
+	parity("after the middle's close")
+	closeBoth(ours.child)
+	parity("after the child's close")
+
+	again, err := s.CloseIssue(ctx, claim.CloseRequest{Agent: "a", ID: ours.head, Reason: "done"})
+	assert.NilError(t, err)
+	assert.Assert(t, again.Already && again.ClaimID == 0 && again.Issue.Status == "closed", "a retried close: %+v", again)
+	_, err = s.CloseIssue(ctx, claim.CloseRequest{Agent: "b", ID: ours.head})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable, "closed by a, not b's: %v", err)
+
+	// The race: a's lease ends, b takes the issue over; a's close is
+	// refused and b's claim is untouched.
+	a, err := s.Claim(ctx, claim.Request{Agent: "a", ID: ours.tail, Lease: time.Minute})
+	assert.NilError(t, err)
+	c.advance(2 * time.Minute)
+	b, err := s.Claim(ctx, claim.Request{Agent: "b", ID: ours.tail, Lease: time.Minute})
+	assert.NilError(t, err)
+	assert.Assert(t, b.TookOver != nil && b.TookOver.ClaimID == a.ClaimID, "%+v", b.TookOver)
+	for _, req := range []claim.CloseRequest{
+		{Agent: "a", ID: ours.tail, ClaimID: a.ClaimID},
+		{Agent: "a", ID: ours.tail},
+		{Agent: "a", ID: ours.tail, DryRun: true},
+	} {
+		_, err = s.CloseIssue(ctx, req)
+		assert.Equal(t, claim.ErrorCode(err), claim.EAlready, "%+v: %v", req, err)
+		assert.ErrorContains(t, err, "held by b")
+	}
+	_, err = s.CloseIssue(ctx, claim.CloseRequest{Agent: "b", ID: ours.tail, ClaimID: a.ClaimID})
+	assert.Equal(t, claim.ErrorCode(err), claim.EAlready, "a stale claim id: %v", err)
+	assert.Equal(t, w.show(t, ours.tail), "in_progress/b")
+	beat, err := s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: "b", ID: ours.tail, ClaimID: b.ClaimID})
+	assert.NilError(t, err)
+	assert.Equal(t, beat.ClaimID, b.ClaimID, "b's claim is untouched")
+	_, err = s.CloseIssue(ctx, claim.CloseRequest{Agent: "a", ID: ours.epic})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable, "not held: %v", err)
+	_, err = s.CloseIssue(ctx, claim.CloseRequest{Agent: "a", ID: "bt-nosuch"})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotFound, "%v", err)
+	_, err = s.CloseIssue(ctx, claim.CloseRequest{Agent: "a", ID: " "})
+	assert.Equal(t, claim.ErrorCode(err), claim.EInvalid, "%v", err)
+	_, err = s.CloseIssue(ctx, claim.CloseRequest{Agent: "b", ID: ours.tail, Reason: strings.Repeat("x", claim.MaxReasonLen+1)})
+	assert.Equal(t, claim.ErrorCode(err), claim.EInvalid, "%v", err)
+	assert.Equal(t, w.show(t, ours.tail), "in_progress/b")
+	closed, err := s.CloseIssue(ctx, claim.CloseRequest{Agent: "b", ID: ours.tail, ClaimID: b.ClaimID})
+	assert.NilError(t, err)
+	assert.Equal(t, closed.ClaimID, b.ClaimID)
+	assert.Equal(t, w.show(t, ours.tail), "closed/b")
+	st, err := s.Stats(ctx)
+	assert.NilError(t, err)
+	assert.Equal(t, st.LastHour.Closes, 7, "three closes each by bd-claim and bd, then b's")
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"database/sql/driver"
 	"encoding/binary"
@@ -14,6 +15,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -566,7 +568,7 @@ func (t *doltTx) resetMark(r *row, actor, comment string) error {
 
 func (t *doltTx) eventCounts(since time.Time) (EventCounts, error) {
 	ev, err := t.dq.EventCountsSince(t.ctx, t.conn, doltdb.EventCountsSinceParams{Since: since.UTC(), Failed: text(like(failedPrefix))})
-	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}, err
+	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims), int(ev.Closes)}, err
 }
 
 // newRowLock is a fresh row_lock as bd makes one (8 random bytes as a
@@ -731,6 +733,123 @@ func (t *doltTx) endClaim(r *row, actor, holder, note string) error {
 	fresh, err := t.read(r.ID)
 	if err == nil {
 		*r = *fresh
+	}
+	return err
+}
+
+// closable refuses what bd v1.3.0's close refuses of a held issue
+// (issueops.enforceClosePolicyForTargetInTx): one with open children, or
+// one that is_blocked with a live direct blocker. A wisp is refused:
+// bd-claim does not write a wisp's close.
+func (t *doltTx) closable(id string) error {
+	ref, err := t.dq.IssueCloseRefusal(t.ctx, t.conn, id)
+	if ok, err := found(err); err != nil {
+		return err
+	} else if !ok {
+		return Errorf(EInvalid, "%s is a wisp (bd's wisps table): bd-claim does not close wisps; release it and run `bd close %s`", id, id)
+	}
+	switch {
+	case ref.OpenChildren > 0:
+		return Errorf(ENotClaimable, "issue %s has %s: bd close refuses to close it until they are closed", id, plural(int(ref.OpenChildren), "open child issue"))
+	case ref.Blockers != "":
+		return Errorf(ENotClaimable, "issue %s is blocked by %s: bd close refuses to close it until they are closed", id, ref.Blockers)
+	}
+	return nil
+}
+
+// closeIssue writes actor's close of r as bd v1.3.0's close does
+// (issueops.closeIssueInTx under CloseIssueCheckedInTx): both dependency
+// coordination cells of its shard rewritten, the issue closed (closed_at
+// and updated_at now, close_reason, closed_by_session empty: bd-claim has
+// no session) with a fresh row_lock (CAS on the one read), the lease row
+// deleted, a closed event (old_value ”, new_value the reason), is_blocked
+// recomputed for the issues and wisps the close may unblock, and the Dolt
+// commit "bd: close ID".
+func (t *doltTx) closeIssue(r *row, actor, reason string) error {
+	for _, tier := range []string{"dependencies", "wisp_dependencies"} {
+		cell := doltdb.CoordinationTouchParams{Cell: coordinationCell(r.ID, tier), Stamp: strconv.FormatInt(newRowLock(), 10)}
+		if err := t.dq.CoordinationTouch(t.ctx, t.conn, cell); err != nil {
+			return err
+		}
+	}
+	lock := newRowLock()
+	n, err := t.dq.IssueCloseSet(t.ctx, t.conn, doltdb.IssueCloseSetParams{
+		ClosedAt: sql.NullTime{Time: t.now, Valid: true}, Now: t.now, Reason: text(reason), Session: text(""),
+		NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock,
+	})
+	if err == nil && n != 1 {
+		err = errChanged
+	}
+	if err == nil {
+		err = t.dq.LeaseDelete(t.ctx, t.conn, r.ID)
+	}
+	if err == nil {
+		err = t.event(dolt.Table{}, r.ID, "closed", actor, text(""), text(reason), sql.NullString{})
+	}
+	if err == nil {
+		err = t.unblock(r.ID)
+	}
+	t.commit = "bd: close " + r.ID
+	t.landed = &landed{id: r.ID, rowLock: lock}
+	r.Status, r.UpdatedAt = "closed", doltAt(t.now)
+	return err
+}
+
+// coordinationCell is the key of bd v1.3.0's dependency coordination cell
+// of issue id in tier (issueops.dependencyCoordinationKey): one of 4096
+// shards, from the first 12 bits of the id's SHA-256.
+func coordinationCell(id, tier string) string {
+	sum := sha256.Sum256([]byte(id))
+	return fmt.Sprintf("dependency-coordination/v1/%s/%03x", tier, uint16(sum[0])<<4|uint16(sum[1])>>4)
+}
+
+// unblock recomputes is_blocked after the close of issue id as bd v1.3.0
+// does (AffectedByStatusChangeInTx, RecomputeIsBlockedInTxWithResult): over
+// the issue, the rows blocked by or waiting on it or on its parents, and all
+// their parent-child descendants, in issues and wisps (IssueCloseAffected),
+// bd's mark and unmark passes until a round changes nothing (updated_at
+// kept). A round is bd's passes in bd's order: issues marked, issues
+// unmarked, wisps marked, wisps unmarked (was: the is_blocked that a pass
+// changes), each row by its key.
+func (t *doltTx) unblock(id string) error {
+	raw, err := t.dq.IssueCloseAffected(t.ctx, t.conn, doltdb.IssueCloseAffectedParams{ID: id})
+	var rows []struct {
+		ID   string
+		Wisp int64
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(raw), &rows)
+	}
+	var issues, wisps []string
+	for _, r := range rows {
+		if r.Wisp == 1 {
+			wisps = append(wisps, r.ID)
+		} else {
+			issues = append(issues, r.ID)
+		}
+	}
+	issue := func(id string, was int64) (int64, error) {
+		return t.dq.IssueBlockedPass(t.ctx, t.conn, doltdb.IssueBlockedPassParams{Was: was, ID: id})
+	}
+	wisp := func(id string, was int64) (int64, error) {
+		return t.dq.WispBlockedPass(t.ctx, t.conn, doltdb.WispBlockedPassParams{Was: was, ID: id})
+	}
+	passes := []struct {
+		ids  []string
+		was  int64
+		pass func(string, int64) (int64, error)
+	}{{issues, 0, issue}, {issues, 1, issue}, {wisps, 0, wisp}, {wisps, 1, wisp}}
+	for changed := int64(1); err == nil && changed > 0; {
+		changed = 0
+		for _, p := range passes {
+			for _, rid := range p.ids {
+				var n int64
+				if err == nil {
+					n, err = p.pass(rid, p.was)
+				}
+				changed += n
+			}
+		}
 	}
 	return err
 }

@@ -81,6 +81,30 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 		_, err := conn.Exec("UPDATE leases SET lease_expires_at = '2000-01-01 00:00:00' WHERE issue_id = ?", id)
 		assert.NilError(t, err)
 	}
+	// dependents makes issue id block an issue, that issue's child (which
+	// the close's recomputation meets twice: a depender and a
+	// descendant) and a wisp, as bd leaves them: is_blocked set,
+	// Dolt-committed.
+	dependents := func(id string) {
+		insertLabelled(t, conn, id+"-after", "after")
+		insertLabelled(t, conn, id+"-kid", "kid")
+		insertWisp(t, conn, id+"-wafter", "after")
+		for _, q := range []string{
+			"INSERT INTO dependencies (id, issue_id, depends_on_issue_id, type, created_by) VALUES (UUID(), '" + id + "-after', '" + id + "', 'blocks', 't')",
+			"INSERT INTO dependencies (id, issue_id, depends_on_issue_id, type, created_by) VALUES (UUID(), '" + id + "-kid', '" + id + "-after', 'parent-child', 't')",
+			"INSERT INTO dependencies (id, issue_id, depends_on_issue_id, type, created_by) VALUES (UUID(), '" + id + "-kid', '" + id + "', 'blocks', 't')",
+			"INSERT INTO wisp_dependencies (id, issue_id, depends_on_issue_id, type, created_by) VALUES (UUID(), '" + id + "-wafter', '" + id + "', 'blocks', 't')",
+			"UPDATE issues SET is_blocked = 1 WHERE id IN ('" + id + "-after', '" + id + "-kid')",
+			"UPDATE wisps SET is_blocked = 1 WHERE id = '" + id + "-wafter'",
+			"CALL DOLT_COMMIT('-Am', 'test dependents')",
+		} {
+			_, err := conn.Exec(q)
+			assert.NilError(t, err, q)
+		}
+	}
+	blocked := func(id string) []string {
+		return claimtest.Strings(t, conn, "SELECT CONCAT(id, ' ', is_blocked) FROM issues WHERE id LIKE ? UNION ALL SELECT CONCAT(id, ' ', is_blocked) FROM wisps WHERE id LIKE ? ORDER BY 1", id+"-%", id+"-%")
+	}
 	abandoning := &Policy{BackoffInitial: time.Minute, BackoffMultiplier: 2, BackoffMax: time.Hour, MaxFailures: 1, AbandonedLabel: "claim:abandoned"}
 	for n, tc := range []struct {
 		name   string
@@ -146,6 +170,29 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 			expire(id)
 		}, func(s *Store, _, _ string) error {
 			_, err := s.Reap(ctx, "r", false)
+			return err
+		}},
+		{"close, unblocking an issue, its child and a wisp", nil, false, func(s *Store, id string) {
+			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
+			dependents(id)
+		}, func(s *Store, id, _ string) error {
+			c, err := s.CloseIssue(ctx, CloseRequest{Agent: "w", ID: id, Reason: "done"})
+			if err == nil {
+				assert.Equal(t, c.Issue.Status, "closed")
+				assert.DeepEqual(t, blocked(id), []string{id + "-after 0", id + "-kid 0", id + "-wafter 0"})
+			}
+			return err
+		}},
+		{"close refused: an open child", nil, false, func(s *Store, id string) {
+			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
+			insertLabelled(t, conn, id+"-child", "child")
+			_, err := conn.Exec("INSERT INTO dependencies (id, issue_id, depends_on_issue_id, type, created_by) VALUES (UUID(), ?, ?, 'parent-child', 't')", id+"-child", id)
+			assert.NilError(t, err)
+		}, func(s *Store, id, _ string) error {
+			_, err := s.CloseIssue(ctx, CloseRequest{Agent: "w", ID: id})
+			if ErrorCode(err) == ENotClaimable {
+				return nil
+			}
 			return err
 		}},
 		{"claim next, a wisp", nil, true, nil, func(s *Store, _, label string) error {
@@ -339,7 +386,7 @@ func (r rewriting) QueryRowContext(ctx context.Context, query string, args ...an
 
 // The guards that real servers rarely trip: a compare-and-swap that
 // matched no row (the issue changed under the transaction) makes the
-// whole transaction run again, for a claim and for a release; labels the
+// whole transaction run again, for a claim, a release and a close; labels the
 // server returned in another shape are an error, not a silent loss.
 func TestDoltGuards(t *testing.T) {
 	w := claimtest.NeedDolt(t).Workspace(t, "grd")
@@ -370,6 +417,14 @@ func TestDoltGuards(t *testing.T) {
 	res = must[Result](t)(s.Claim(ctx, Request{Agent: "c", ID: w.Prefix + "-a"}))
 	assert.Equal(t, res.TookOver.Agent, "a")
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'lease_reclaimed'", w.Prefix+"-a"), 1)
+
+	// A close whose compare-and-swap finds the issue changed starts
+	// again: one close, one closed event.
+	once.Store(1)
+	s.faults = func(h db.DBTX) db.DBTX { return rewriting{DBTX: h, from: "IssueCloseSet", n: once, zero: true} }
+	closed := must[Closed](t)(s.CloseIssue(ctx, CloseRequest{Agent: "c", ID: w.Prefix + "-a"}))
+	assert.Equal(t, closed.Issue.Status, "closed")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'closed'", w.Prefix+"-a"), 1)
 
 	before := claimtest.DoltRows(t, conn)
 	s.faults = func(h db.DBTX) db.DBTX {

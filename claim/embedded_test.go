@@ -159,3 +159,12 @@ func TestEmbeddedTwins(t *testing.T) {
 		}
 	})
 }
+
+// Embedded close twins (bd v1.3.0, embedded Dolt): as on a server
+// (doltCloseTwins), each close one Dolt commit "bd: close ID" by beads
+// <beads@local> with bd's diff stat, the same cells, events and
+// is_blocked as bd's close of the twin.
+func TestEmbeddedCloseTwins(t *testing.T) {
+	w := claimtest.EmbeddedWorkspace(t, "ct")
+	doltCloseTwins(t, &confWorkspace{&w.BdRunner}, &w.As("a").BdRunner, func(fn func(claimtest.Querier)) { inspect(t, w, fn) })
+}

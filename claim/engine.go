@@ -74,6 +74,18 @@ type engineTx interface {
 	// endClaim ends the expired claim of r by holder, with bd-claim's
 	// note: r is open and unassigned after it, as it now is.
 	endClaim(r *row, actor, holder, note string) error
+	// closable refuses (NOT_CLAIMABLE) the close of issue id that the
+	// engine's bd close refuses: a blocked issue, or one with open
+	// children where that bd refuses those; nil when bd would close it.
+	// A workspace whose bd's close bd-claim does not write is refused
+	// (SCHEMA_INCOMPATIBLE).
+	closable(id string) error
+	// closeIssue writes actor's close of r with reason as `bd close ID
+	// --reason` writes it: the issue's cells, its event, the claim's end
+	// (the dirty mark on SQLite, the lease row on Dolt), whatever that bd
+	// recomputes for the issues the close unblocks, and its Dolt commit.
+	// r is left as written.
+	closeIssue(r *row, actor, reason string) error
 	// renew extends agent's lease of issue id (claim c) by d, else by the
 	// lease's own length.
 	renew(id, agent string, c claimEvent, d time.Duration) (*Lease, error)

@@ -102,6 +102,24 @@ func TestEveryStatementFailureRollsBack(t *testing.T) {
 		must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: first(t), Lease: time.Minute}))
 	}
 	ok := func(_ Result, err error) error { return err }
+	closing := func(_ Closed, err error) error { return err }
+	// convoys adds two convoys (issues labelled gt:convoy) tracking the
+	// held issue: one tracks nothing else (its close completes it), the
+	// other an open issue too; and an issue the held one blocks.
+	convoys := func(t *testing.T, s *Store, c *testClock) {
+		held(t, s, c)
+		id := first(t)
+		issue := func(id string) string {
+			return "INSERT INTO issues (id, title, priority, created_at, updated_at) VALUES ('" + id + "', '" + id + "', 2, '2025-01-01T00:00:00Z', '2025-01-01T00:00:00Z')"
+		}
+		dep := func(from, to, typ string) string {
+			return "INSERT INTO dependencies (issue_id, depends_on_id, type, created_at, created_by) VALUES ('" + from + "', '" + to + "', '" + typ + "', '2025-01-01T00:00:00Z', 't')"
+		}
+		exec(t, s.Workspace.DBPath, issue("cv-done"), issue("cv-open"), issue("cv-other"), issue("cv-after"),
+			"INSERT INTO labels (issue_id, label) VALUES ('cv-done', 'gt:convoy'), ('cv-open', 'gt:convoy')",
+			dep("cv-done", id, "tracks"), dep("cv-open", id, "tracks"), dep("cv-open", "cv-other", "tracks"),
+			dep("cv-after", id, "blocks"), "INSERT INTO blocked_issues_cache (issue_id) VALUES ('cv-after')")
+	}
 	for _, tc := range []faultCase{
 		{"claim next", nil, func(s *Store) error { return ok(s.Claim(ctx, Request{Agent: "a"})) }},
 		{"claim next, max held", held, func(s *Store) error { return ok(s.Claim(ctx, Request{Agent: "w", MaxHeld: 1})) }},
@@ -161,6 +179,44 @@ func TestEveryStatementFailureRollsBack(t *testing.T) {
 			r, err := s.Reset(ctx, ResetRequest{Actor: "ops", ID: claimtest.Claimable(t, "0.49.6", "priority")[0]})
 			if err == nil && !r.Label {
 				return errors.New("no label removed")
+			}
+			return err
+		}},
+		{"close, completing a convoy", convoys, func(s *Store) error {
+			c, err := s.CloseIssue(ctx, CloseRequest{Agent: "w", ID: claimtest.Claimable(t, "0.49.6", "priority")[0], Reason: "done"})
+			if err == nil {
+				conn := claimtest.Open(t, s.Workspace.DBPath)
+				defer conn.Close()
+				got := claimtest.Strings(t, conn, "SELECT id || ' ' || status FROM issues WHERE id LIKE 'cv-%' ORDER BY id")
+				assert.DeepEqual(t, got, []string{"cv-after open", "cv-done closed", "cv-open open", "cv-other open"})
+				assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM blocked_issues_cache WHERE issue_id = 'cv-after'"), 0, "unblocked")
+				assert.Equal(t, c.Issue.Status, "closed")
+			}
+			return err
+		}},
+		{"close, dry run", held, func(s *Store) error {
+			return closing(s.CloseIssue(ctx, CloseRequest{Agent: "w", ID: claimtest.Claimable(t, "0.49.6", "priority")[0], DryRun: true}))
+		}},
+		{"close retried", func(t *testing.T, s *Store, c *testClock) {
+			held(t, s, c)
+			must[Closed](t)(s.CloseIssue(ctx, CloseRequest{Agent: "w", ID: first(t)}))
+		}, func(s *Store) error {
+			c, err := s.CloseIssue(ctx, CloseRequest{Agent: "w", ID: claimtest.Claimable(t, "0.49.6", "priority")[0]})
+			if err == nil && !c.Already {
+				return errors.New("closed twice")
+			}
+			return err
+		}},
+		{"close refused: blocked", func(t *testing.T, s *Store, c *testClock) {
+			held(t, s, c)
+			id := first(t)
+			exec(t, s.Workspace.DBPath, "INSERT INTO issues (id, title, priority, created_at, updated_at) VALUES ('cv-blocker', 'b', 2, '2025-01-01T00:00:00Z', '2025-01-01T00:00:00Z')",
+				"INSERT INTO dependencies (issue_id, depends_on_id, type, created_at, created_by) VALUES ('"+id+"', 'cv-blocker', 'blocks', '2025-01-01T00:00:00Z', 't')",
+				"INSERT INTO blocked_issues_cache (issue_id) VALUES ('"+id+"')")
+		}, func(s *Store) error {
+			_, err := s.CloseIssue(ctx, CloseRequest{Agent: "w", ID: claimtest.Claimable(t, "0.49.6", "priority")[0]})
+			if ErrorCode(err) == ENotClaimable {
+				return nil
 			}
 			return err
 		}},

@@ -36,6 +36,7 @@ type flavor struct {
 	eventTime  string                           // layout of events.created_at, comments.created_at and the database's datetime()
 	rowTime    string                           // layout of issues.updated_at and dirty_issues.marked_at
 	history    history                          // how the failure policy reads failed attempts
+	closes     bool                             // bd-claim writes this bd's close (engineTx.closeIssue)
 	// notBlocked is bd's blocked rule; leaseExpired is true, as of now,
 	// for an in_progress issue i whose lease has ended (a takeover).
 	notBlocked   rule

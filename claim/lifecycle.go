@@ -21,14 +21,23 @@ type Released struct {
 // returns its claim.
 func (t *txn) holds(id, agent string, claimID int64) (claimEvent, error) {
 	c, err := t.x.claimState(id)
-	switch {
-	case err != nil:
-	case c.Status != "in_progress" || c.Holder != agent:
-		err = notHeld(agent, claimID, c)
-	case claimID != 0 && claimID != c.ID:
-		err = stale(id, agent, claimID, c.ID)
+	if err != nil {
+		return c, err
 	}
-	return c, err
+	return c, c.heldBy(agent, claimID)
+}
+
+// heldBy is the fence of every move of a claim's holder: nil when agent
+// holds the issue of claim state c (under claimID, when not 0), else the
+// refusal (NOT_CLAIMABLE, or ALREADY_CLAIMED naming the holder).
+func (c claimEvent) heldBy(agent string, claimID int64) error {
+	switch {
+	case c.Status != "in_progress" || c.Holder != agent:
+		return notHeld(agent, claimID, c)
+	case claimID != 0 && claimID != c.ID:
+		return stale(c.IssueID, agent, claimID, c.ID)
+	}
+	return nil
 }
 
 // Release gives an issue back: in_progress → open and unassigned, as the
@@ -147,6 +156,70 @@ func (s *Store) Heartbeat(ctx context.Context, req HeartbeatRequest) (Result, er
 		return Result{}, err
 	}
 	return res, nil
+}
+
+// Closed is the outcome of a close.
+type Closed struct {
+	Issue   *Issue
+	ClaimID int64 // the claim that ended (0 when the issue was closed already)
+	// Already: the issue was closed already, assigned to the agent (a
+	// retried close): nothing was written.
+	Already bool
+}
+
+// defaultCloseReason is bd close's reason when none is given.
+const defaultCloseReason = "Closed"
+
+// CloseIssue closes an issue its agent holds, the end of a claim whose work
+// is done, as the workspace's bd writes `bd close ID --reason TEXT` by that
+// agent (engineTx.closeIssue): the issue closed, its event, and the issues
+// it blocked unblocked as that bd recomputes them. Only the holder closes,
+// under the same fence as Release (and, with ClaimID, only that claim); an
+// issue bd would refuse to close (blocked by an open issue, or with open
+// children where bd refuses those) is refused too (NOT_CLAIMABLE), and
+// nothing changes. An issue already closed while assigned to the agent is
+// closed again without a write (Already). With DryRun it only checks.
+//
+// (It is not named Close: Store.Close releases the database.)
+func (s *Store) CloseIssue(ctx context.Context, req CloseRequest) (Closed, error) {
+	if err := req.Validate(); err != nil {
+		return Closed{}, err
+	}
+	var out Closed
+	run := func(t *txn) error {
+		out = Closed{}
+		c, err := t.x.claimState(req.ID)
+		if err != nil {
+			return err
+		}
+		already := c.Status == "closed" && c.Holder == req.Agent
+		if !already {
+			if err := c.heldBy(req.Agent, req.ClaimID); err != nil {
+				return err
+			}
+			if err := t.x.closable(req.ID); err != nil {
+				return err
+			}
+		}
+		r, err := t.x.read(req.ID)
+		if err != nil {
+			return err
+		}
+		out = Closed{Issue: &r.Issue, Already: already}
+		if already {
+			return nil
+		}
+		out.ClaimID = c.ID
+		if req.DryRun {
+			return nil
+		}
+		return t.x.closeIssue(r, req.Agent, cmp.Or(req.Reason, defaultCloseReason))
+	}
+	if req.DryRun {
+		return out, s.look(ctx, "check a close", run)
+	}
+	err := s.write(ctx, "close an issue", run)
+	return out, err
 }
 
 // Reset is the outcome of a reset.

@@ -69,6 +69,21 @@ func (req ReleaseRequest) Validate() error {
 	return firstError(ValidateAgent(req.Agent), validateIssueID(req.ID), validateReason(req.Reason), checkClaimID(req.ClaimID))
 }
 
+// CloseRequest closes an issue its agent holds: the end of a claim whose
+// work is done.
+type CloseRequest struct {
+	Agent   string
+	ID      string
+	ClaimID int64  // when not 0, close only while Agent holds the issue under this claim
+	Reason  string // the close reason ("" = bd's default, "Closed")
+	DryRun  bool   // check that the close would succeed, change nothing
+}
+
+// Validate checks the request.
+func (req CloseRequest) Validate() error {
+	return firstError(ValidateAgent(req.Agent), validateIssueID(req.ID), validateReason(req.Reason), checkClaimID(req.ClaimID))
+}
+
 // HeartbeatRequest renews the lease of a held issue.
 type HeartbeatRequest struct {
 	Agent   string
@@ -126,7 +141,7 @@ func ValidateAgent(name string) error {
 	return nil
 }
 
-// MaxReasonLen is the longest release reason accepted, in characters.
+// MaxReasonLen is the longest release or close reason accepted, in characters.
 const MaxReasonLen = 2000
 
 func validateIssueID(id string) error {

@@ -409,7 +409,96 @@ func (x sqliteTx) eventCounts(since time.Time) (EventCounts, error) {
 	ev, err := x.e.q.EventCountsSince(x.ctx, x.conn, db.EventCountsSinceParams{
 		Since: x.flavor.eventAt(since), Released: like(releasedPrefix), Failed: like(failedPrefix), Expired: like(expiredPrefix),
 	})
-	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims)}, err
+	return EventCounts{int(ev.Claims), int(ev.Releases), int(ev.Failures), int(ev.Reclaims), int(ev.Closes)}, err
+}
+
+// closeVersion is the oldest bd whose close bd-claim writes on SQLite: bd
+// v0.47.0 to v0.50 close alike (CloseIssue, the blocked-cache rebuild and
+// the convoy completion are the same statements; bd close refuses a
+// blocked issue since v0.47.0).
+var closeVersion = Version{0, 47, 0}
+
+// closable refuses what bd close (v0.47-v0.50) refuses of a held issue: one
+// that is in blocked_issues_cache with open blockers (bd's IsBlocked,
+// GH#962). An older bd's workspace is refused: its close differs.
+func (x sqliteTx) closable(id string) error {
+	if !x.flavor.closes {
+		return Errorf(ESchema, "bd %s last wrote this workspace, and bd-claim writes the close of bd %s to %d.%d.x only: release the issue and close it with `bd close %s`",
+			x.flavor.version, closeVersion, maxVersion[0], maxVersion[1], id)
+	}
+	blockers, err := x.e.q.IssueCloseBlockers(x.ctx, x.conn, id)
+	if err == nil && blockers != "" {
+		err = Errorf(ENotClaimable, "issue %s is blocked by open issues %s: bd close refuses to close it until they are closed", id, blockers)
+	}
+	return err
+}
+
+// closeIssue writes actor's close of r as bd's CloseIssue (v0.47-v0.50)
+// does, in one transaction: the issue closed (closed_at and updated_at
+// now, close_reason, closed_by_session empty: bd-claim has no session; the
+// content hash as it was), a closed event whose comment is the reason, a
+// dirty mark, blocked_issues_cache rebuilt, and every convoy (an issue
+// labelled gt:convoy) that tracks r and now tracks only closed issues
+// closed as bd closes it.
+func (x sqliteTx) closeIssue(r *row, actor, reason string) error {
+	at := x.flavor.rowAt(x.now)
+	n, err := x.e.q.IssueClose(x.ctx, x.conn, db.IssueCloseParams{
+		ClosedAt: text(at), UpdatedAt: at, CloseReason: text(reason), ClosedBySession: text(""),
+		ID: r.ID, OldStatus: r.Status, OldAssignee: r.Assignee,
+	})
+	if err := swapped(n, err, r.ID); err != nil {
+		return err
+	}
+	r.Status, r.UpdatedAt = "closed", at
+	if err := x.closed(r.ID, actor, reason, at); err != nil {
+		return err
+	}
+	if err := x.rebuildBlockedCache(); err != nil {
+		return err
+	}
+	list, err := x.e.q.ConvoysTracking(x.ctx, x.conn, r.ID)
+	var convoys []string
+	_ = json.Unmarshal([]byte(list), &convoys) // SQLite's json_group_array output
+	for _, id := range convoys {
+		var open int64
+		if open, err = x.e.q.ConvoyOpenTracked(x.ctx, x.conn, id); err == nil && open == 0 {
+			const done = "All tracked issues completed"
+			err = x.e.q.ConvoyClose(x.ctx, x.conn, db.ConvoyCloseParams{ClosedAt: text(at), UpdatedAt: at, CloseReason: text(done), ID: id})
+			if err == nil {
+				err = x.closed(id, "system:convoy-completion", done, at)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	return err
+}
+
+// rebuildBlockedCache fills blocked_issues_cache anew as bd's
+// rebuildBlockedCache does after a close: emptied, then the issues bd's
+// blocked rule (BlockedCacheBlocked, bd's own recursive query, as a JSON
+// array) finds.
+func (x sqliteTx) rebuildBlockedCache() error {
+	err := x.e.q.BlockedCacheClear(x.ctx, x.conn)
+	var ids string
+	if err == nil {
+		ids, err = x.e.q.BlockedCacheBlocked(x.ctx, x.conn)
+	}
+	if err == nil {
+		err = x.e.q.BlockedCacheFill(x.ctx, x.conn, ids)
+	}
+	return err
+}
+
+// closed records the close of issue id as bd does: the closed event, its
+// comment the reason, and the dirty mark.
+func (x sqliteTx) closed(id, actor, reason, at string) error {
+	_, err := x.event(id, "closed", actor, sql.NullString{}, sql.NullString{}, reason)
+	if err == nil {
+		err = x.dirty(id, at)
+	}
+	return err
 }
 
 // move is a change of an issue's status and holder, and the event that
@@ -437,10 +526,7 @@ func (x sqliteTx) transition(r *row, m move) (int64, error) {
 		Status: m.status, Assignee: m.assignee, UpdatedAt: updated, ContentHash: text(hash),
 		ID: r.ID, OldStatus: oldStatus, OldAssignee: oldAssignee,
 	})
-	if err == nil && n != 1 {
-		err = Errorf(EUnexpected, "issue %s changed while bd-claim held the write lock", r.ID)
-	}
-	if err != nil {
+	if err := swapped(n, err, r.ID); err != nil {
 		return 0, err
 	}
 	newValue, _ := json.Marshal(map[string]string{"assignee": m.assignee, "status": m.status})
@@ -449,6 +535,16 @@ func (x sqliteTx) transition(r *row, m move) (int64, error) {
 		err = x.dirty(r.ID, updated)
 	}
 	return id, err
+}
+
+// swapped is the compare-and-swap guard of an update of issue id that
+// affected n rows (err its error): nil when it changed the one row, read
+// in the same write transaction, that it was to change.
+func swapped(n int64, err error, id string) error {
+	if err == nil && n != 1 {
+		err = Errorf(EUnexpected, "issue %s changed while bd-claim held the write lock", id)
+	}
+	return err
 }
 
 // event appends one audit event, dated now in bd's CURRENT_TIMESTAMP form.
@@ -654,6 +750,7 @@ func sqliteFlavor(v Version, columns map[string]bool, idPatterns string) flavor 
 	if v.AtLeast(0, 49, 4) {
 		f.claimEvent = "claimed"
 	}
+	f.closes = v.AtLeast(closeVersion[0], closeVersion[1], closeVersion[2]) && columns["close_reason"] && columns["closed_by_session"]
 	if columns["pinned"] && v.AtLeast(0, 30, 7) {
 		f.ready = append(f.ready, rule{"pinned", "it is pinned", sq.Expr("i.pinned = 0")})
 	}

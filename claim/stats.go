@@ -60,6 +60,7 @@ type EventCounts struct {
 	Releases int `json:"releases"` // bd-claim release
 	Failures int `json:"failures"` // bd-claim release --failed
 	Reclaims int `json:"reclaims"` // expired leases taken over or reaped
+	Closes   int `json:"closes"`   // closed events (bd's own closes included)
 }
 
 // PolicyJSON is the failure policy the figures were computed with.

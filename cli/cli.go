@@ -98,7 +98,7 @@ type command struct {
 var commands = map[string]*command{}
 
 func init() {
-	for _, c := range []*command{claimCommand, releaseCommand, heartbeatCommand, resetCommand, reapCommand, statsCommand, mcpCommand} {
+	for _, c := range []*command{claimCommand, releaseCommand, closeCommand, heartbeatCommand, resetCommand, reapCommand, statsCommand, mcpCommand} {
 		commands[c.name] = c
 	}
 }
@@ -119,6 +119,7 @@ type options struct {
 	overrides           claim.Overrides    // the settings flags given, parsed
 	release             claim.ReleaseRequest
 	heartbeat           claim.HeartbeatRequest
+	close               claim.CloseRequest
 	reset               claim.ResetRequest
 	fs                  *pflag.FlagSet
 	cfg                 claim.Settings
@@ -270,12 +271,13 @@ workspace's .beads/config.yaml (keys under claim:). See README.md.
 Exit status: 0 done (claimed, or found with --dry-run), 1 unexpected error,
 2 invalid argument, 3 no issue available, 4 database busy, 5 no workspace or
 database, 6 schema or backend not supported, 7 refused (--id, release,
-heartbeat: held by another, not claimable, no such issue), 130 interrupted.
+close, heartbeat: held by another, not claimable, no such issue), 130 interrupted.
 `
 
 const commandList = `Commands:
   bd-claim [claim] --agent NAME [filters]   claim the next ready issue, or --id ISSUE
   bd-claim release --agent NAME --id ISSUE   give an issue back (--failed: a failed attempt)
+  bd-claim close --agent NAME --id ISSUE     close a held issue whose work is done, as bd close
   bd-claim heartbeat --agent NAME --id ISSUE renew the lease of a claim
   bd-claim reset --id ISSUE                  clear an issue's failed attempts and abandonment
   bd-claim reap [--dry-run]                  return every claim whose lease expired to open
@@ -472,7 +474,7 @@ type output struct {
 	agent         string
 }
 
-// envelope is the JSON contract of claim, release, heartbeat and reset.
+// envelope is the JSON contract of claim, release, close, heartbeat and reset.
 type envelope struct {
 	Status         string             `json:"status"`
 	Agent          string             `json:"agent"`
@@ -484,6 +486,7 @@ type envelope struct {
 	Reason         string             `json:"reason,omitempty"`
 	Attempt        *attempt           `json:"attempt,omitempty"`
 	Reset          *reset             `json:"reset,omitempty"`
+	AlreadyClosed  bool               `json:"already_closed,omitempty"`
 	Explain        *claim.Explanation `json:"explain,omitempty"`
 	Filters        *claim.Filters     `json:"filters,omitempty"`
 	Error          *errorBody         `json:"error,omitempty"`

@@ -38,6 +38,7 @@ type result struct {
 	LeaseExpiresAt *time.Time    `json:"lease_expires_at"`
 	TookOver       *claim.Holder `json:"took_over"`
 	Reason         string        `json:"reason"`
+	AlreadyClosed  bool          `json:"already_closed"`
 	Attempt        *struct {
 		Failures  int        `json:"failures"`
 		RetryAt   *time.Time `json:"retry_at"`

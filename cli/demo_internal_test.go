@@ -70,7 +70,7 @@ func TestHumanStatsSingular(t *testing.T) {
 		Open: 1, Ready: 1, ReadyByPriority: map[string]int{"P0": 1, "P1": 0},
 		InProgress:    []claim.AgentClaims{{Agent: "a1", Issues: []claim.HeldIssue{{ID: "fx-1", ClaimID: 7, ClaimedAt: &until, AgeSeconds: 90, LeaseUntil: &until, Expired: true}}}},
 		ExpiredLeases: []claim.Expired{{ID: "fx-1", Holder: "a1", ClaimID: 7, LeaseUntil: until}},
-		LastHour:      claim.EventCounts{Claims: 1, Releases: 1, Failures: 1, Reclaims: 1},
+		LastHour:      claim.EventCounts{Claims: 1, Releases: 1, Failures: 1, Reclaims: 1, Closes: 1},
 	}
 	var out strings.Builder
 	humanStats(output{w: &out, human: true}, st)
@@ -80,7 +80,7 @@ func TestHumanStatsSingular(t *testing.T) {
 		"in progress  1  (1 agent, 1 expired lease)",
 		"backoff      0  ",
 		"abandoned    0  ",
-		"last hour       1 claim, 1 release, 1 failure, 1 reclaim",
+		"last hour       1 claim, 1 release, 1 close, 1 failure, 1 reclaim",
 		"",
 		"AGENT  ISSUE  CLAIM  AGE  LEASE",
 		"a1     fx-1   7      1m   EXPIRED 2026-01-02T03:04:05Z",

@@ -73,6 +73,47 @@ var releaseCommand = &command{
 	},
 }
 
+var closeCommand = &command{
+	name:  "close",
+	event: "issue_close",
+	usage: "bd-claim close --agent NAME --id ISSUE [--claim-id N] [--reason TEXT] [--dry-run]",
+	about: "Close a held issue whose work is done, as the workspace's bd writes `bd close ID --reason`\n" +
+		"by the agent, the issues it blocked unblocked as that bd does. Only the holder closes\n" +
+		"(with --claim-id, only under that claim); an issue closed already, assigned to the\n" +
+		"agent, is closed again without a write.",
+	flags: func(fs *pflag.FlagSet, o *options) {
+		fs.StringVar(&o.req.ID, "id", "", "the held issue to close (required)")
+		fs.Int64Var(&o.req.ClaimID, "claim-id", 0, "close only while the agent holds the issue under this claim")
+		fs.StringVar(&o.reason, "reason", "", "the close reason, as bd close --reason (default: Closed)")
+		fs.BoolVar(&o.req.DryRun, "dry-run", false, "check that the close would succeed; change nothing")
+	},
+	check: func(o *options) error {
+		o.close = claim.CloseRequest{Agent: o.req.Agent, ID: o.req.ID, ClaimID: o.req.ClaimID, Reason: o.reason, DryRun: o.req.DryRun}
+		return o.close.Validate()
+	},
+	do: func(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
+		res, err := s.CloseIssue(ctx, o.close)
+		if err != nil {
+			log.Error("issue_close_error", "agent", o.req.Agent, "issue_id", o.req.ID, errAttr(err), o.elapsed())
+			return out.fail(exitCode(err), err)
+		}
+		log.Info("issue_close_success", "agent", o.req.Agent, "issue_id", o.req.ID, "claim_id", res.ClaimID, "dry_run", o.req.DryRun, "already", res.Already, o.elapsed())
+		if !out.human {
+			out.json(envelope{Status: "ok", Agent: o.req.Agent, DryRun: o.req.DryRun, Issue: res.Issue, ClaimID: res.ClaimID, AlreadyClosed: res.Already})
+			return ExitClaimed
+		}
+		switch {
+		case res.Already:
+			fmt.Fprintf(out.w, "%s is closed already\n", res.Issue.ID)
+		case o.req.DryRun:
+			fmt.Fprintf(out.w, "would close %s (claim %d)\n", res.Issue.ID, res.ClaimID)
+		default:
+			fmt.Fprintf(out.w, "closed %s (claim %d)\n", res.Issue.ID, res.ClaimID)
+		}
+		return ExitClaimed
+	},
+}
+
 var heartbeatCommand = &command{
 	name:  "heartbeat",
 	event: "issue_heartbeat",

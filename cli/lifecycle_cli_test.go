@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/cli"
 )
 
 // lc runs bd-claim with --quiet and decodes its JSON.
@@ -480,7 +482,7 @@ func TestLifecycleStats(t *testing.T) {
 	assert.DeepEqual(t, keys(doc), []string{"abandoned", "backoff", "blocked", "expired_leases", "generated_at", "in_progress",
 		"last_hour", "open", "policy", "ready", "ready_by_priority", "status"})
 	assert.DeepEqual(t, keys(doc["ready_by_priority"]), []string{"P0", "P1", "P2", "P3", "P4"})
-	assert.DeepEqual(t, keys(doc["last_hour"]), []string{"claims", "failures", "reclaims", "releases"})
+	assert.DeepEqual(t, keys(doc["last_hour"]), []string{"claims", "closes", "failures", "reclaims", "releases"})
 	assert.DeepEqual(t, keys(doc["policy"]), []string{"abandoned_label", "backoff_initial", "backoff_max", "backoff_multiplier", "max_failures"})
 	for _, k := range []string{"in_progress", "expired_leases", "backoff", "abandoned"} {
 		_, ok := doc[k].([]any)
@@ -497,14 +499,14 @@ func TestLifecycleStats(t *testing.T) {
 		{ID: a, Holder: "x1", ClaimID: x1.ClaimID, LeaseUntil: x1.LeaseExpiresAt.UTC()},
 		{ID: b, Holder: "x2", ClaimID: x2.ClaimID, LeaseUntil: x2.LeaseExpiresAt.UTC()},
 	})
-	assert.DeepEqual(t, st.LastHour, claim.EventCounts{Claims: base.Claims + 2, Releases: base.Releases, Failures: base.Failures, Reclaims: base.Reclaims})
+	assert.DeepEqual(t, st.LastHour, claim.EventCounts{Claims: base.Claims + 2, Releases: base.Releases, Failures: base.Failures, Reclaims: base.Reclaims, Closes: base.Closes})
 	assert.Equal(t, st.Policy, claim.PolicyJSON{BackoffInitial: "1m0s", BackoffMultiplier: 2, BackoffMax: "1h0m0s", MaxFailures: 5, AbandonedLabel: "claim:abandoned"})
 
 	h := run(t, root, nil, "stats", "--human", "--quiet")
 	h.Assert(t, icmd.Success)
 	for _, want := range []string{
 		fmt.Sprintf("ready        %d", st.Ready), "in progress", "(", "2 expired leases)", "backoff", "abandoned",
-		"last hour", fmt.Sprintf("%d claims, %s, %s, %s", base.Claims+2, counted(base.Releases, "release"), counted(base.Failures, "failure"), counted(base.Reclaims, "reclaim")),
+		"last hour", fmt.Sprintf("%d claims, %s, %s, %s, %s", base.Claims+2, counted(base.Releases, "release"), counted(base.Closes, "close"), counted(base.Failures, "failure"), counted(base.Reclaims, "reclaim")),
 		"AGENT", "ISSUE", "CLAIM", "LEASE",
 		"EXPIRED " + x1.LeaseExpiresAt.UTC().Format(time.RFC3339),
 	} {
@@ -541,7 +543,7 @@ func TestLifecycleStats(t *testing.T) {
 
 	st = stats(t, root, nil, "--backoff-initial", "2m", "--max-failures", "7")
 	assert.Equal(t, len(st.ExpiredLeases), 0)
-	assert.DeepEqual(t, st.LastHour, claim.EventCounts{Claims: base.Claims + 3, Releases: base.Releases, Failures: base.Failures, Reclaims: base.Reclaims + 2})
+	assert.DeepEqual(t, st.LastHour, claim.EventCounts{Claims: base.Claims + 3, Releases: base.Releases, Failures: base.Failures, Reclaims: base.Reclaims + 2, Closes: base.Closes})
 	assert.Equal(t, st.Policy.BackoffInitial, "2m0s")
 	assert.Equal(t, st.Policy.MaxFailures, 7)
 	var held []string
@@ -979,4 +981,67 @@ func TestWaitTimeout(t *testing.T) {
 	r.Assert(t, icmd.Expected{ExitCode: 3})
 	assert.Equal(t, out.Reason, "nothing became claimable within 200ms (agent w already holds 1 in_progress issue (max held 1))")
 	assert.Equal(t, claimtest.FileSum(t, claimtest.DBPath(root)), sum)
+}
+
+// Close ends a claim: an agent whose lease expired and was taken over is
+// refused (CLI and MCP) and the new holder's claim is untouched; bad input
+// is refused with its code and exit status and changes nothing; the
+// holder's close succeeds, a retried one is a no-op, and a dry run
+// writes nothing.
+func TestCloseCommand(t *testing.T) {
+	t.Parallel()
+	root := claimtest.Fixture(t, "0.49.6")
+	c := claimtest.Cases(t, "0.49.6")
+	a01, a02 := c["A01"].ID, c["A02"].ID
+	db := claimtest.DBPath(root)
+	old := lcOK(t, root, nil, "--agent", "old", "--id", a01, "--lease", "1s")
+	time.Sleep(2100 * time.Millisecond) // the lease's end is rounded up to a second
+	took := lcOK(t, root, nil, "--agent", "new", "--id", a01, "--lease", "1h")
+	assert.Equal(t, took.TookOver.ClaimID, old.ClaimID)
+	before := claimtest.Snapshot(t, db)
+	s := serve(t, root, "old", "--quiet")
+	text, isErr := s.call(t, "close", map[string]any{"id": a01, "claim_id": old.ClaimID, "reason": "done"})
+	assert.Assert(t, isErr, text)
+	assert.Assert(t, is.Contains(text, `"code":"ALREADY_CLAIMED"`))
+	assert.Assert(t, is.Contains(text, `"holder":"new"`))
+	refusals := []struct {
+		code claim.Code
+		exit int
+		args []string
+	}{
+		{claim.EAlready, cli.ExitRefused, []string{"close", "--agent", "old", "--id", a01, "--claim-id", strconv.FormatInt(old.ClaimID, 10)}},
+		{claim.EAlready, cli.ExitRefused, []string{"close", "--agent", "old", "--id", a01}},
+		{claim.EAlready, cli.ExitRefused, []string{"close", "--agent", "new", "--id", a01, "--claim-id", strconv.FormatInt(old.ClaimID, 10)}},
+		{claim.ENotClaimable, cli.ExitRefused, []string{"close", "--agent", "new", "--id", a02}},
+		{claim.ENotFound, cli.ExitRefused, []string{"close", "--agent", "new", "--id", "nosuch-1"}},
+		{claim.EInvalid, cli.ExitInvalid, []string{"close", "--agent", "new", "--id", ""}},
+		{claim.EInvalid, cli.ExitInvalid, []string{"close", "--agent", "new", "--id", a01, "--reason", strings.Repeat("r", claim.MaxReasonLen+1)}},
+		{claim.EInvalid, cli.ExitInvalid, []string{"close", "--agent", "new", "--id", a01, "--claim-id", "-1"}},
+	}
+	for _, r := range refusals {
+		out, res := lc(t, root, nil, r.args...)
+		assert.Equal(t, res.ExitCode, r.exit, "%q: %s", r.args, res.Stdout())
+		assert.Equal(t, out.Error.Code, r.code, "%q", r.args)
+	}
+	dry := lcOK(t, root, nil, "close", "--agent", "new", "--id", a01, "--dry-run")
+	assert.Assert(t, dry.DryRun && dry.ClaimID == took.ClaimID, "%+v", dry)
+	assert.DeepEqual(t, claimtest.Diff(before, claimtest.Snapshot(t, db)), map[string][2][]string{})
+
+	closed := lcOK(t, root, nil, "close", "--agent", "new", "--id", a01, "--claim-id", strconv.FormatInt(took.ClaimID, 10), "--reason", "done")
+	assert.Equal(t, closed.ClaimID, took.ClaimID)
+	assert.Equal(t, closed.Issue.Status, "closed")
+	after := claimtest.Snapshot(t, db)
+	again := lcOK(t, root, nil, "close", "--agent", "new", "--id", a01)
+	assert.Assert(t, again.AlreadyClosed && again.ClaimID == 0, "%+v", again)
+	assert.DeepEqual(t, claimtest.Diff(after, claimtest.Snapshot(t, db)), map[string][2][]string{})
+	human := run(t, root, nil, "close", "--agent", "new", "--id", a01, "--human", "--quiet")
+	assert.Equal(t, human.Stdout(), a01+" is closed already\n")
+
+	// Through MCP: the holder closes, then its retry is a no-op.
+	lcOK(t, root, nil, "--agent", "old", "--id", a02)
+	dryMCP := s.callOK(t, "close", map[string]any{"id": a02, "dry_run": true})
+	assert.Assert(t, dryMCP.DryRun && dryMCP.Issue.Status == "in_progress", "%+v", dryMCP)
+	viaMCP := s.callOK(t, "close", map[string]any{"id": a02, "reason": "finished"})
+	assert.Equal(t, viaMCP.Issue.Status, "closed")
+	assert.Assert(t, s.callOK(t, "close", map[string]any{"id": a02}).AlreadyClosed)
 }

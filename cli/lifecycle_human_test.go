@@ -40,7 +40,8 @@ func waitLease(t *testing.T) { t.Helper(); time.Sleep(2100 * time.Millisecond) }
 
 var rfc3339 = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
 
-// Every lifecycle command has a one-line (or table) answer for a person.
+// Every lifecycle command has a one-line (or table) answer for a person,
+// close's dry run, close and retried close included.
 func TestLifecycleHuman(t *testing.T) {
 	root := claimtest.Fixture(t, "0.49.6")
 	c := claimtest.Cases(t, "0.49.6")
@@ -88,6 +89,15 @@ func TestLifecycleHuman(t *testing.T) {
 	assert.Equal(t, out, "reset "+a01+": 1 failed attempt cleared, abandoned label removed\n")
 	out = human(t, root, 0, "reset", "--id", a01)
 	assert.Equal(t, out, "reset "+a01+": 0 failed attempts cleared\n")
+
+	// Close: a dry run, the close, a retried close.
+	claimID = lcOK(t, root, nil, "--agent", "h1", "--id", a01).ClaimID
+	out = human(t, root, 0, "close", "--agent", "h1", "--id", a01, "--dry-run")
+	assert.Equal(t, out, fmt.Sprintf("would close %s (claim %d)\n", a01, claimID))
+	out = human(t, root, 0, "close", "--agent", "h1", "--id", a01, "--reason", "done")
+	assert.Equal(t, out, fmt.Sprintf("closed %s (claim %d)\n", a01, claimID))
+	out = human(t, root, 0, "close", "--agent", "h1", "--id", a01)
+	assert.Equal(t, out, a01+" is closed already\n")
 }
 
 // With --human the logs are text for a person too: nothing from a command

@@ -31,7 +31,7 @@ var mcpCommand = &command{
 	name:  "mcp",
 	event: "mcp",
 	usage: "bd-claim mcp --agent NAME [--workspace DIR | --db PATH] [settings]",
-	about: "Serve the claim lifecycle (claim, release, heartbeat, reset, reap, stats) as MCP tools over\n" +
+	about: "Serve the claim lifecycle (claim, release, close, heartbeat, reset, reap, stats) as MCP tools over\n" +
 		"stdio for one agent. Claims with a lease are renewed by the server while it runs; when it\n" +
 		"exits, their leases lapse (nothing is released). stdout carries only the protocol.",
 	flags: func(fs *pflag.FlagSet, o *options) {
@@ -69,6 +69,12 @@ type (
 		Reason  string `json:"reason,omitempty" flag:"reason"`
 		Failed  bool   `json:"failed,omitempty" flag:"failed"`
 	}
+	closeArgs struct {
+		ID      string `json:"id" flag:"id"`
+		ClaimID int64  `json:"claim_id,omitempty" flag:"claim-id"`
+		Reason  string `json:"reason,omitempty" flag:"reason"`
+		DryRun  bool   `json:"dry_run,omitempty" flag:"dry-run"`
+	}
 	heartbeatArgs struct {
 		ID      string `json:"id" flag:"id"`
 		ClaimID int64  `json:"claim_id,omitempty" flag:"claim-id"`
@@ -96,14 +102,20 @@ var mcpTools = []*mcpTool{
 	{name: "claim", command: claimCommand, args: reflect.TypeFor[claimArgs](), after: (*mcpServer).claimed,
 		description: "Take work: atomically claim the next ready issue (or the one named by id) for you. " +
 			"On success the issue is yours, already in_progress and assigned to you: work on it, keep claim_id, " +
-			"and when done close it with `bd close ID`. issue null (with reason) means nothing is claimable now: " +
+			"and when done close it with the close tool. issue null (with reason) means nothing is claimable now: " +
 			"retry later or pass wait. With a lease (argument or setting) the server keeps renewing it while it runs. " +
 			"dry_run looks without taking; dry_run with explain counts what each rule excludes. " +
 			"Errors: ALREADY_CLAIMED (error.holder has it), NOT_CLAIMABLE (the message says why), ISSUE_NOT_FOUND, SQLITE_BUSY (retry)."},
 	{name: "release", command: releaseCommand, args: reflect.TypeFor[releaseArgs](), after: (*mcpServer).released,
 		description: "Give back an issue you hold and cannot finish: it returns to open, unassigned, for another agent. " +
 			"Give a reason; set failed when the attempt failed (the issue then waits out a backoff and is abandoned " +
-			"after too many failures). Do not use it for finished work: close that with `bd close ID`."},
+			"after too many failures). Do not use it for finished work: close that with the close tool."},
+	{name: "close", command: closeCommand, args: reflect.TypeFor[closeArgs](), after: (*mcpServer).closed,
+		description: "Finish an issue you hold: close it, with a reason, as `bd close ID --reason` does; the issues it blocked " +
+			"become ready. Only you, holding it (under claim_id when given), can close it: after your lease expired and " +
+			"another agent took it over, close is refused (ALREADY_CLAIMED) and their claim is untouched. Closing an " +
+			"issue you closed already succeeds without a change (already_closed). dry_run checks without closing. " +
+			"Errors: ALREADY_CLAIMED, NOT_CLAIMABLE (not held by you, or bd refuses to close it: blocked, open children), ISSUE_NOT_FOUND."},
 	{name: "heartbeat", command: heartbeatCommand, args: reflect.TypeFor[heartbeatArgs](),
 		description: "Renew the lease of an issue you hold, from now. The server already renews the claims it made; " +
 			"use this to change a lease's length or to renew a claim made elsewhere."},
@@ -250,6 +262,7 @@ type called struct {
 	} `json:"issue"`
 	ClaimID        int64      `json:"claim_id"`
 	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+	DryRun         bool       `json:"dry_run"`
 }
 
 // call runs one tool call as its command would run: flags parsed and
@@ -296,6 +309,13 @@ func (m *mcpServer) claimed(env called) {
 
 // released stops renewing an issue given back.
 func (m *mcpServer) released(env called) { m.stopRenewal(env.Issue.ID, nil) }
+
+// closed stops renewing an issue closed (not one a dry run checked).
+func (m *mcpServer) closed(env called) {
+	if !env.DryRun {
+		m.released(env)
+	}
+}
 
 // stopRenewal stops the renewal of issue id (only r's, when r is given).
 func (m *mcpServer) stopRenewal(id string, r *renewal) {

@@ -117,6 +117,7 @@ func TestMCPTools(t *testing.T) {
 			"min_priority": "string", "types": "array", "parent": "string", "sort": "string", "only_unassigned": "boolean",
 			"dry_run": "boolean", "explain": "boolean", "lease": "string", "max_held": "integer", "wait": "string"}, nil},
 		"release":   {map[string]string{"id": "string", "claim_id": "integer", "reason": "string", "failed": "boolean"}, []string{"id"}},
+		"close":     {map[string]string{"id": "string", "claim_id": "integer", "reason": "string", "dry_run": "boolean"}, []string{"id"}},
 		"heartbeat": {map[string]string{"id": "string", "claim_id": "integer", "lease": "string"}, []string{"id"}},
 		"reset":     {map[string]string{"id": "string"}, []string{"id"}},
 		"reap":      {map[string]string{"dry_run": "boolean"}, nil},
@@ -149,7 +150,7 @@ func TestMCPTools(t *testing.T) {
 		assert.Equal(t, tool.Annotations.ReadOnlyHint, tool.Name == "stats")
 	}
 	slices.Sort(names)
-	assert.DeepEqual(t, names, []string{"claim", "heartbeat", "reap", "release", "reset", "stats"})
+	assert.DeepEqual(t, names, []string{"claim", "close", "heartbeat", "reap", "release", "reset", "stats"})
 	// A description taken from the flag's help, one of the tool's own.
 	claimTool := res.Tools[slices.IndexFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "claim" })]
 	b, _ := json.Marshal(claimTool.InputSchema)

@@ -42,7 +42,8 @@ func cellsOf(t *testing.T, conn *sql.DB, table, id string) map[string]string {
 // same lease and claimed event, and are each one Dolt commit of one issues
 // row and five cells, authored root <root@localhost> as bd's proxied
 // commits are, with bd's messages; a release is `bd unclaim`'s commit, and
-// a reset's label removal is `bd label remove`'s ("update issue"). With
+// a close is `bd close`'s ("bd: close ID"), with the same cells and
+// event; a reset's label removal is `bd label remove`'s ("update issue"). With
 // the proxy stopped, bd-claim exits 4 and says how to start it.
 func TestProxiedTwins(t *testing.T) {
 	w := claimtest.ProxiedWorkspace(t, "pt")
@@ -154,6 +155,33 @@ func TestProxiedTwins(t *testing.T) {
 	twinEvents(c, d, "unclaimed")
 	assert.DeepEqual(t, log(2), []commit{root("bd: unclaim " + d), root("bd: unclaim " + c)})
 	assert.Equal(t, field(d, "status")+"/"+field(d, "assignee"), field(c, "status")+"/"+field(c, "assignee"))
+
+	// Closes: c claimed and closed by bd (bd update --claim, bd close
+	// --reason), d claimed and closed by bd-claim, as agent-2. The same
+	// cells change, the closed events are alike, the leases are gone, and
+	// each close is one Dolt commit "bd: close ID" authored root, with the
+	// same diff stat.
+	w.As("agent-2").OK("update", c, "--claim")
+	bdClaim("--agent", "agent-2", "--id", d).Assert(t, icmd.Success)
+	beforeC, beforeD := cellsOf(t, conn, "issues", c), cellsOf(t, conn, "issues", d)
+	time.Sleep(1100 * time.Millisecond)
+	w.As("agent-2").OK("close", c, "--reason", "done")
+	time.Sleep(1100 * time.Millisecond)
+	bdClaim("close", "--agent", "agent-2", "--id", d, "--reason", "done").Assert(t, icmd.Success)
+	afterC, afterD := cellsOf(t, conn, "issues", c), cellsOf(t, conn, "issues", d)
+	assert.DeepEqual(t, claimtest.Changed(beforeD, afterD), claimtest.Changed(beforeC, afterC))
+	for _, col := range []string{"status", "close_reason", "closed_by_session", "content_hash", "assignee", "is_blocked"} {
+		assert.Equal(t, afterD[col], afterC[col], col)
+	}
+	ec, ed := eventOf(c, "closed"), eventOf(d, "closed")
+	assert.Equal(t, ed.Type+"/"+ed.Actor+"/"+ed.Old+"/"+ed.New, ec.Type+"/"+ec.Actor+"/"+ec.Old+"/"+ec.New)
+	assert.Equal(t, ec.Type+"/"+ec.Actor+"/"+ec.Old+"/"+ec.New, "closed/agent-2//done")
+	assert.Assert(t, ec.Comment == nil && ed.Comment == nil)
+	assert.DeepEqual(t, log(2), []commit{root("bd: close " + d), root("bd: close " + c)})
+	assert.Equal(t, stat("HEAD"), stat("HEAD~1"))
+	var leases int
+	assert.NilError(t, conn.QueryRow("SELECT count(*) FROM leases WHERE issue_id IN (?, ?)", c, d).Scan(&leases))
+	assert.Equal(t, leases, 0)
 
 	// A label removed by bd label remove, and by bd-claim reset (an
 	// abandoned issue's label).

@@ -84,8 +84,8 @@ func humanStats(out output, st claim.Stats) {
 	fmt.Fprintf(w, "backoff\t%d\t\n", len(st.Backoff))
 	fmt.Fprintf(w, "abandoned\t%d\t\n", len(st.Abandoned))
 	h := st.LastHour
-	fmt.Fprintf(w, "last hour\t\t%s, %s, %s, %s\n", plural(h.Claims, "claim", "claims"), plural(h.Releases, "release", "releases"),
-		plural(h.Failures, "failure", "failures"), plural(h.Reclaims, "reclaim", "reclaims"))
+	fmt.Fprintf(w, "last hour\t\t%s, %s, %s, %s, %s\n", plural(h.Claims, "claim", "claims"), plural(h.Releases, "release", "releases"),
+		plural(h.Closes, "close", "closes"), plural(h.Failures, "failure", "failures"), plural(h.Reclaims, "reclaim", "reclaims"))
 	if len(st.InProgress) > 0 {
 		fmt.Fprintln(w, "\nAGENT\tISSUE\tCLAIM\tAGE\tLEASE")
 		for _, a := range st.InProgress {

@@ -37,7 +37,8 @@ SELECT
         AND new_value LIKE '%"status":"in_progress"%' THEN 1 ELSE 0 END), 0) AS INTEGER) AS claims,
     CAST(COALESCE(sum(CASE WHEN comment LIKE CAST(?1 AS TEXT) THEN 1 ELSE 0 END), 0) AS INTEGER) AS releases,
     CAST(COALESCE(sum(CASE WHEN comment LIKE CAST(?2 AS TEXT) THEN 1 ELSE 0 END), 0) AS INTEGER) AS failures,
-    CAST(COALESCE(sum(CASE WHEN comment LIKE CAST(?3 AS TEXT) THEN 1 ELSE 0 END), 0) AS INTEGER) AS reclaims
+    CAST(COALESCE(sum(CASE WHEN comment LIKE CAST(?3 AS TEXT) THEN 1 ELSE 0 END), 0) AS INTEGER) AS reclaims,
+    CAST(COALESCE(sum(CASE WHEN event_type = 'closed' THEN 1 ELSE 0 END), 0) AS INTEGER) AS closes
 FROM events
 WHERE created_at >= ?4
 `
@@ -54,10 +55,12 @@ type EventCountsSinceRow struct {
 	Releases int64
 	Failures int64
 	Reclaims int64
+	Closes   int64
 }
 
-// EventCountsSince counts the claims, releases, failures and reclaims
-// (expired leases taken over or reaped) recorded since a time
+// EventCountsSince counts the claims, releases, failures, reclaims
+// (expired leases taken over or reaped) and closes (bd close's included)
+// recorded since a time
 // (idx_events_created_at). The comment patterns of bd-claim's protocol
 // are bound from claim/protocol.go, the one place that spells them.
 func (q *Queries) EventCountsSince(ctx context.Context, db DBTX, arg EventCountsSinceParams) (EventCountsSinceRow, error) {
@@ -73,6 +76,7 @@ func (q *Queries) EventCountsSince(ctx context.Context, db DBTX, arg EventCounts
 		&i.Releases,
 		&i.Failures,
 		&i.Reclaims,
+		&i.Closes,
 	)
 	return i, err
 }

@@ -10,6 +10,145 @@ import (
 	"database/sql"
 )
 
+const convoyClose = `-- name: ConvoyClose :exec
+UPDATE issues
+SET status = 'closed',
+    closed_at = ?1,
+    updated_at = ?2,
+    close_reason = ?3
+WHERE id = ?4
+`
+
+type ConvoyCloseParams struct {
+	ClosedAt    sql.NullString
+	UpdatedAt   string
+	CloseReason sql.NullString
+	ID          string
+}
+
+// ConvoyClose closes a completed convoy as bd's CloseIssue does: without
+// closed_by_session, with bd's reason.
+func (q *Queries) ConvoyClose(ctx context.Context, db DBTX, arg ConvoyCloseParams) error {
+	_, err := db.ExecContext(ctx, convoyClose,
+		arg.ClosedAt,
+		arg.UpdatedAt,
+		arg.CloseReason,
+		arg.ID,
+	)
+	return err
+}
+
+const convoyOpenTracked = `-- name: ConvoyOpenTracked :one
+SELECT COUNT(*)
+FROM dependencies d
+JOIN issues i ON d.depends_on_id = i.id
+WHERE d.issue_id = ?1
+  AND d.type = 'tracks'
+  AND i.status != 'closed'
+  AND i.status != 'tombstone'
+`
+
+// ConvoyOpenTracked counts the issues a convoy tracks that are neither
+// closed nor tombstones.
+func (q *Queries) ConvoyOpenTracked(ctx context.Context, db DBTX, convoyID string) (int64, error) {
+	row := db.QueryRowContext(ctx, convoyOpenTracked, convoyID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const convoysTracking = `-- name: ConvoysTracking :one
+SELECT CAST(json_group_array(issue_id) AS TEXT) AS convoys
+FROM (
+  SELECT DISTINCT d.issue_id
+  FROM dependencies d
+  JOIN issues i ON d.issue_id = i.id
+  JOIN labels l ON i.id = l.issue_id AND l.label = 'gt:convoy'
+  WHERE d.depends_on_id = ?1
+    AND d.type = 'tracks'
+    AND i.status != 'closed'
+)
+`
+
+// ConvoysTracking lists, as a JSON array, the convoys (issues labelled
+// gt:convoy) that track an issue and are not closed: bd's CloseIssue
+// closes each whose tracked issues are all closed ("reactive convoy
+// completion").
+func (q *Queries) ConvoysTracking(ctx context.Context, db DBTX, issueID string) (string, error) {
+	row := db.QueryRowContext(ctx, convoysTracking, issueID)
+	var convoys string
+	err := row.Scan(&convoys)
+	return convoys, err
+}
+
+const issueClose = `-- name: IssueClose :execrows
+UPDATE issues
+SET status = 'closed',
+    closed_at = ?1,
+    updated_at = ?2,
+    close_reason = ?3,
+    closed_by_session = ?4
+WHERE id = ?5
+  AND status = CAST(?6 AS TEXT)
+  AND COALESCE(assignee, '') = CAST(?7 AS TEXT)
+`
+
+type IssueCloseParams struct {
+	ClosedAt        sql.NullString
+	UpdatedAt       string
+	CloseReason     sql.NullString
+	ClosedBySession sql.NullString
+	ID              string
+	OldStatus       string
+	OldAssignee     string
+}
+
+// IssueClose closes one issue as bd's CloseIssue (v0.47-v0.50) writes it:
+// status, closed_at, updated_at, close_reason and closed_by_session; the
+// content hash is left as it was, as bd leaves it. The WHERE clause is the
+// compare-and-swap guard: it matches only while the issue still has the
+// status and assignee it was read with.
+func (q *Queries) IssueClose(ctx context.Context, db DBTX, arg IssueCloseParams) (int64, error) {
+	result, err := db.ExecContext(ctx, issueClose,
+		arg.ClosedAt,
+		arg.UpdatedAt,
+		arg.CloseReason,
+		arg.ClosedBySession,
+		arg.ID,
+		arg.OldStatus,
+		arg.OldAssignee,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const issueCloseBlockers = `-- name: IssueCloseBlockers :one
+SELECT CAST(COALESCE(group_concat(depends_on_id, ', '), '') AS TEXT) AS blockers
+FROM (
+  SELECT d.depends_on_id
+  FROM dependencies d
+  JOIN issues blocker ON d.depends_on_id = blocker.id
+  WHERE d.issue_id = ?1
+    AND d.type = 'blocks'
+    AND blocker.status IN ('open', 'in_progress', 'blocked', 'deferred', 'hooked')
+    AND EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = ?1)
+  ORDER BY blocker.priority ASC
+)
+`
+
+// IssueCloseBlockers names the open issues that block one issue, most
+// urgent first, comma-separated (” for none), when the issue is in
+// blocked_issues_cache: bd close (v0.47+) refuses to close a blocked issue
+// (bd's IsBlocked).
+func (q *Queries) IssueCloseBlockers(ctx context.Context, db DBTX, issueID string) (string, error) {
+	row := db.QueryRowContext(ctx, issueCloseBlockers, issueID)
+	var blockers string
+	err := row.Scan(&blockers)
+	return blockers, err
+}
+
 const issueHeldCount = `-- name: IssueHeldCount :one
 SELECT count(*) FROM issues
 WHERE assignee = CAST(?1 AS TEXT) AND status = 'in_progress'

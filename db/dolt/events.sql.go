@@ -16,7 +16,8 @@ SELECT
     CAST(COALESCE(SUM(CASE WHEN event_type = 'claimed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS claims,
     CAST(COALESCE(SUM(CASE WHEN event_type = 'unclaimed' AND (comment IS NULL OR comment NOT LIKE ?) THEN 1 ELSE 0 END), 0) AS SIGNED) AS releases,
     CAST(COALESCE(SUM(CASE WHEN event_type = 'unclaimed' AND comment LIKE ? THEN 1 ELSE 0 END), 0) AS SIGNED) AS failures,
-    CAST(COALESCE(SUM(CASE WHEN event_type = 'lease_reclaimed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS reclaims
+    CAST(COALESCE(SUM(CASE WHEN event_type = 'lease_reclaimed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS reclaims,
+    CAST(COALESCE(SUM(CASE WHEN event_type = 'closed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS closes
 FROM events
 WHERE created_at >= ?
 `
@@ -31,10 +32,12 @@ type EventCountsSinceRow struct {
 	Releases int64
 	Failures int64
 	Reclaims int64
+	Closes   int64
 }
 
-// EventCountsSince counts the claims, releases, failures and reclaims
-// (expired leases taken over or reaped, bd reclaim's included) recorded
+// EventCountsSince counts the claims, releases, failures, reclaims
+// (expired leases taken over or reaped, bd reclaim's included) and closes
+// (bd close's included) recorded
 // since a time (idx_events_created_at). A release is any unclaimed event
 // but a failed attempt: bd-claim's release and bd unclaim are the same
 // move. The failure pattern is bound from claim/protocol.go.
@@ -46,6 +49,7 @@ func (q *Queries) EventCountsSince(ctx context.Context, db DBTX, arg EventCounts
 		&i.Releases,
 		&i.Failures,
 		&i.Reclaims,
+		&i.Closes,
 	)
 	return i, err
 }

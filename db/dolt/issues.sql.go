@@ -11,6 +11,125 @@ import (
 	"time"
 )
 
+const issueBlockedPass = `-- name: IssueBlockedPass :execrows
+UPDATE issues i SET i.is_blocked = 1 - CAST(? AS SIGNED), i.updated_at = i.updated_at
+WHERE i.id = ?
+  AND i.is_blocked = CAST(? AS SIGNED)
+  AND (i.status <> 'closed' AND i.status <> 'pinned' AND (
+      EXISTS (
+        SELECT 1 FROM dependencies d
+        JOIN issues t ON t.id = d.depends_on_issue_id
+        WHERE d.issue_id = i.id
+          AND (d.type = 'blocks' OR d.type = 'conditional-blocks')
+          AND t.status <> 'closed' AND t.status <> 'pinned'
+      )
+      OR EXISTS (
+        SELECT 1 FROM dependencies d
+        JOIN wisps t ON t.id = d.depends_on_wisp_id
+        WHERE d.issue_id = i.id
+          AND (d.type = 'blocks' OR d.type = 'conditional-blocks')
+          AND t.status <> 'closed' AND t.status <> 'pinned'
+      )
+      OR EXISTS (
+        SELECT 1 FROM dependencies d
+        JOIN issues p ON p.id = d.depends_on_issue_id
+        WHERE d.issue_id = i.id
+          AND d.type = 'parent-child'
+          AND p.is_blocked = 1
+      )
+      OR EXISTS (
+        SELECT 1 FROM dependencies d
+        JOIN wisps p ON p.id = d.depends_on_wisp_id
+        WHERE d.issue_id = i.id
+          AND d.type = 'parent-child'
+          AND p.is_blocked = 1
+      )
+      OR EXISTS (
+        SELECT 1 FROM dependencies d
+        WHERE d.issue_id = i.id AND d.type = 'waits-for'
+          AND (
+            (
+              (
+                EXISTS (
+                  SELECT 1 FROM dependencies cd JOIN issues child ON child.id = cd.issue_id
+                  WHERE cd.type = 'parent-child'
+                    AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
+                      OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
+                    AND child.status <> 'closed' AND child.status <> 'pinned'
+                )
+                OR EXISTS (
+                  SELECT 1 FROM wisp_dependencies cd JOIN wisps child ON child.id = cd.issue_id
+                  WHERE cd.type = 'parent-child'
+                    AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
+                      OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
+                    AND child.status <> 'closed' AND child.status <> 'pinned'
+                )
+              )
+              AND NOT (
+                COALESCE(JSON_UNQUOTE(JSON_EXTRACT(d.metadata, '$.gate')), 'all-children') = 'any-children'
+                AND (
+                  EXISTS (
+                    SELECT 1 FROM dependencies cd JOIN issues child ON child.id = cd.issue_id
+                    WHERE cd.type = 'parent-child'
+                      AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
+                        OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
+                      AND child.status = 'closed'
+                  )
+                  OR EXISTS (
+                    SELECT 1 FROM wisp_dependencies cd JOIN wisps child ON child.id = cd.issue_id
+                    WHERE cd.type = 'parent-child'
+                      AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
+                        OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
+                      AND child.status = 'closed'
+                  )
+                )
+              )
+            )
+            OR (
+              COALESCE(JSON_UNQUOTE(JSON_EXTRACT(d.metadata, '$.also_blocks')), 'false') = 'true'
+              AND (
+                EXISTS (
+                  SELECT 1 FROM issues sp
+                  WHERE sp.id = d.depends_on_issue_id
+                    AND sp.status <> 'closed' AND sp.status <> 'pinned'
+                )
+                OR EXISTS (
+                  SELECT 1 FROM wisps sp
+                  WHERE sp.id = d.depends_on_wisp_id
+                    AND sp.status <> 'closed' AND sp.status <> 'pinned'
+                )
+              )
+            )
+          )
+      )
+  )) <> CAST(? AS SIGNED)
+`
+
+type IssueBlockedPassParams struct {
+	Was int64
+	ID  string
+}
+
+// IssueBlockedPass is one pass of bd v1.3.0's RecomputeIsBlockedInTx over
+// issue id (updated_at kept): with was 0 the mark pass, is_blocked 1 for
+// those an open blocker, a blocked parent or a waits-for gate blocks; with
+// was 1 the unmark pass, is_blocked 0 for those nothing blocks any more (or
+// closed, or pinned). bd writes the passes as two statements whose
+// conditions are each other's negation; here the one condition is
+// compared with was.
+func (q *Queries) IssueBlockedPass(ctx context.Context, db DBTX, arg IssueBlockedPassParams) (int64, error) {
+	result, err := db.ExecContext(ctx, issueBlockedPass,
+		arg.Was,
+		arg.ID,
+		arg.Was,
+		arg.Was,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const issueClaimSet = `-- name: IssueClaimSet :execrows
 UPDATE issues
 SET assignee = ?,
@@ -83,6 +202,132 @@ func (q *Queries) IssueClaimState(ctx context.Context, db DBTX, id string) (Issu
 		&i.GrantedAt,
 	)
 	return i, err
+}
+
+const issueCloseAffected = `-- name: IssueCloseAffected :one
+WITH RECURSIVE affected (issue_id, wisp) AS (
+    SELECT CAST(? AS CHAR) AS issue_id, 0 AS wisp
+    UNION
+    SELECT d.issue_id, 0 FROM dependencies d
+    WHERE d.depends_on_issue_id = CAST(? AS CHAR) AND d.type IN ('blocks', 'conditional-blocks', 'waits-for')
+    UNION
+    SELECT d.issue_id, 1 FROM wisp_dependencies d
+    WHERE d.depends_on_issue_id = CAST(? AS CHAR) AND d.type IN ('blocks', 'conditional-blocks', 'waits-for')
+    UNION
+    SELECT w.issue_id, 0 FROM dependencies p JOIN dependencies w
+      ON w.type = 'waits-for' AND (w.depends_on_issue_id = p.depends_on_issue_id OR w.depends_on_wisp_id = p.depends_on_wisp_id)
+    WHERE p.issue_id = CAST(? AS CHAR) AND p.type = 'parent-child'
+    UNION
+    SELECT w.issue_id, 1 FROM dependencies p JOIN wisp_dependencies w
+      ON w.type = 'waits-for' AND (w.depends_on_issue_id = p.depends_on_issue_id OR w.depends_on_wisp_id = p.depends_on_wisp_id)
+    WHERE p.issue_id = CAST(? AS CHAR) AND p.type = 'parent-child'
+    UNION
+    SELECT c.issue_id, c.wisp FROM (
+        SELECT d.issue_id, 0 AS wisp, d.depends_on_issue_id, d.depends_on_wisp_id FROM dependencies d WHERE d.type = 'parent-child'
+        UNION ALL
+        SELECT d.issue_id, 1 AS wisp, d.depends_on_issue_id, d.depends_on_wisp_id FROM wisp_dependencies d WHERE d.type = 'parent-child'
+    ) c JOIN affected a ON c.depends_on_issue_id = a.issue_id OR c.depends_on_wisp_id = a.issue_id
+)
+SELECT CAST(COALESCE(JSON_ARRAYAGG(JSON_OBJECT('id', a.issue_id, 'wisp', a.wisp)), '[]') AS JSON) AS affected FROM affected a
+`
+
+type IssueCloseAffectedParams struct {
+	ID interface{}
+}
+
+// IssueCloseAffected lists, as a JSON array of {"id", "wisp"} (wisp 1 for a
+// row of the wisps table), the issues and wisps whose is_blocked a close of
+// issue id may change, as bd v1.3.0's AffectedByStatusChangeInTx and
+// expandByParentChildDescendantsInTx find them: the issue, its blocking
+// dependers (blocks and conditional-blocks edges to it), the waiters on it
+// (waits-for edges to it) and on its parents, and all their parent-child
+// descendants, in issues and wisps.
+func (q *Queries) IssueCloseAffected(ctx context.Context, db DBTX, arg IssueCloseAffectedParams) (string, error) {
+	row := db.QueryRowContext(ctx, issueCloseAffected,
+		arg.ID,
+		arg.ID,
+		arg.ID,
+		arg.ID,
+		arg.ID,
+	)
+	var affected string
+	err := row.Scan(&affected)
+	return affected, err
+}
+
+const issueCloseRefusal = `-- name: IssueCloseRefusal :one
+SELECT
+    CAST((SELECT COUNT(DISTINCT c.issue_id) FROM dependencies c JOIN issues ch ON ch.id = c.issue_id
+          WHERE c.depends_on_issue_id = i.id AND c.type = 'parent-child' AND ch.status <> 'closed')
+       + (SELECT COUNT(DISTINCT c.issue_id) FROM wisp_dependencies c JOIN wisps ch ON ch.id = c.issue_id
+          WHERE c.depends_on_issue_id = i.id AND c.type = 'parent-child' AND ch.status <> 'closed'
+            AND NOT EXISTS (SELECT 1 FROM dependencies durable WHERE durable.id = c.id)) AS SIGNED) AS open_children,
+    CONCAT(COALESCE((SELECT GROUP_CONCAT(CASE WHEN e.type = 'blocks' THEN e.target ELSE CONCAT(e.target, ' (', e.type, ')') END SEPARATOR ', ')
+        FROM (SELECT COALESCE(d.depends_on_issue_id, d.depends_on_wisp_id, d.depends_on_external) AS target, d.type
+              FROM dependencies d WHERE d.issue_id = i.id AND d.type IN ('blocks', 'waits-for', 'conditional-blocks')
+              UNION ALL
+              SELECT COALESCE(d.depends_on_issue_id, d.depends_on_wisp_id, d.depends_on_external) AS target, d.type
+              FROM wisp_dependencies d WHERE d.issue_id = i.id AND d.type IN ('blocks', 'waits-for', 'conditional-blocks')) e
+        WHERE i.is_blocked = 1
+          AND (EXISTS (SELECT 1 FROM issues b WHERE b.id = e.target AND b.status <> 'closed' AND b.status <> 'pinned')
+            OR EXISTS (SELECT 1 FROM wisps b WHERE b.id = e.target AND b.status <> 'closed' AND b.status <> 'pinned'))), '')) AS blockers
+FROM issues i
+WHERE i.id = ?
+`
+
+type IssueCloseRefusalRow struct {
+	OpenChildren int64
+	Blockers     string
+}
+
+// IssueCloseRefusal is what bd v1.3.0's close policy (issueops
+// enforceClosePolicyForTargetInTx) reads of an issue: its open children
+// (parent-child dependents, issues and wisps, not closed), and, when it is
+// is_blocked, its live direct blockers (blocks, waits-for and
+// conditional-blocks edges to an issue or wisp neither closed nor pinned),
+// comma-separated as bd names them ("" for none).
+func (q *Queries) IssueCloseRefusal(ctx context.Context, db DBTX, id string) (IssueCloseRefusalRow, error) {
+	row := db.QueryRowContext(ctx, issueCloseRefusal, id)
+	var i IssueCloseRefusalRow
+	err := row.Scan(&i.OpenChildren, &i.Blockers)
+	return i, err
+}
+
+const issueCloseSet = `-- name: IssueCloseSet :execrows
+UPDATE issues
+SET status = 'closed', closed_at = ?, updated_at = ?, close_reason = ?,
+    closed_by_session = ?, row_lock = ?
+WHERE id = ? AND row_lock = ? AND status <> 'closed'
+`
+
+type IssueCloseSetParams struct {
+	ClosedAt   sql.NullTime
+	Now        time.Time
+	Reason     sql.NullString
+	Session    sql.NullString
+	NewRowLock int64
+	ID         string
+	RowLock    int64
+}
+
+// IssueCloseSet is bd v1.3.0's close (issueops.closeIssueInTx): status
+// closed, closed_at and updated_at now, the reason, the session, a fresh
+// row_lock (a concurrent reclaim conflicts on it), guarded by the row_lock
+// the holder read.
+func (q *Queries) IssueCloseSet(ctx context.Context, db DBTX, arg IssueCloseSetParams) (int64, error) {
+	result, err := db.ExecContext(ctx, issueCloseSet,
+		arg.ClosedAt,
+		arg.Now,
+		arg.Reason,
+		arg.Session,
+		arg.NewRowLock,
+		arg.ID,
+		arg.RowLock,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const issueDeferredAny = `-- name: IssueDeferredAny :one

@@ -9,6 +9,24 @@ import (
 	"context"
 )
 
+const coordinationTouch = `-- name: CoordinationTouch :exec
+REPLACE INTO local_metadata (` + "`" + `key` + "`" + `, ` + "`" + `value` + "`" + `) VALUES (?, ?)
+`
+
+type CoordinationTouchParams struct {
+	Cell  string
+	Stamp string
+}
+
+// CoordinationTouch rewrites a dependency coordination cell of bd v1.3.0
+// (issueops.TouchDependencyCoordinationTableInTx): a close writes both
+// tiers' cells of its issue's shard, so that a concurrent new parent-child
+// edge conflicts with it (local_metadata is dolt_ignored).
+func (q *Queries) CoordinationTouch(ctx context.Context, db DBTX, arg CoordinationTouchParams) error {
+	_, err := db.ExecContext(ctx, coordinationTouch, arg.Cell, arg.Stamp)
+	return err
+}
+
 const metadataProjectID = `-- name: MetadataProjectID :one
 SELECT ` + "`" + `value` + "`" + ` FROM metadata WHERE ` + "`" + `key` + "`" + ` = '_project_id'
 `

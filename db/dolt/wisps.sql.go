@@ -11,6 +11,119 @@ import (
 	"time"
 )
 
+const wispBlockedPass = `-- name: WispBlockedPass :execrows
+UPDATE wisps w SET w.is_blocked = 1 - CAST(? AS SIGNED), w.updated_at = w.updated_at
+WHERE w.id = ?
+  AND w.is_blocked = CAST(? AS SIGNED)
+  AND (w.status <> 'closed' AND w.status <> 'pinned' AND (
+      EXISTS (
+        SELECT 1 FROM wisp_dependencies d
+        JOIN issues t ON t.id = d.depends_on_issue_id
+        WHERE d.issue_id = w.id
+          AND (d.type = 'blocks' OR d.type = 'conditional-blocks')
+          AND t.status <> 'closed' AND t.status <> 'pinned'
+      )
+      OR EXISTS (
+        SELECT 1 FROM wisp_dependencies d
+        JOIN wisps t ON t.id = d.depends_on_wisp_id
+        WHERE d.issue_id = w.id
+          AND (d.type = 'blocks' OR d.type = 'conditional-blocks')
+          AND t.status <> 'closed' AND t.status <> 'pinned'
+      )
+      OR EXISTS (
+        SELECT 1 FROM wisp_dependencies d
+        JOIN issues p ON p.id = d.depends_on_issue_id
+        WHERE d.issue_id = w.id
+          AND d.type = 'parent-child'
+          AND p.is_blocked = 1
+      )
+      OR EXISTS (
+        SELECT 1 FROM wisp_dependencies d
+        JOIN wisps p ON p.id = d.depends_on_wisp_id
+        WHERE d.issue_id = w.id
+          AND d.type = 'parent-child'
+          AND p.is_blocked = 1
+      )
+      OR EXISTS (
+        SELECT 1 FROM wisp_dependencies d
+        WHERE d.issue_id = w.id AND d.type = 'waits-for'
+          AND (
+            (
+              (
+                EXISTS (
+                  SELECT 1 FROM dependencies cd JOIN issues child ON child.id = cd.issue_id
+                  WHERE cd.type = 'parent-child'
+                    AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
+                      OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
+                    AND child.status <> 'closed' AND child.status <> 'pinned'
+                )
+                OR EXISTS (
+                  SELECT 1 FROM wisp_dependencies cd JOIN wisps child ON child.id = cd.issue_id
+                  WHERE cd.type = 'parent-child'
+                    AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
+                      OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
+                    AND child.status <> 'closed' AND child.status <> 'pinned'
+                )
+              )
+              AND NOT (
+                COALESCE(JSON_UNQUOTE(JSON_EXTRACT(d.metadata, '$.gate')), 'all-children') = 'any-children'
+                AND (
+                  EXISTS (
+                    SELECT 1 FROM dependencies cd JOIN issues child ON child.id = cd.issue_id
+                    WHERE cd.type = 'parent-child'
+                      AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
+                        OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
+                      AND child.status = 'closed'
+                  )
+                  OR EXISTS (
+                    SELECT 1 FROM wisp_dependencies cd JOIN wisps child ON child.id = cd.issue_id
+                    WHERE cd.type = 'parent-child'
+                      AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
+                        OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
+                      AND child.status = 'closed'
+                  )
+                )
+              )
+            )
+            OR (
+              COALESCE(JSON_UNQUOTE(JSON_EXTRACT(d.metadata, '$.also_blocks')), 'false') = 'true'
+              AND (
+                EXISTS (
+                  SELECT 1 FROM issues sp
+                  WHERE sp.id = d.depends_on_issue_id
+                    AND sp.status <> 'closed' AND sp.status <> 'pinned'
+                )
+                OR EXISTS (
+                  SELECT 1 FROM wisps sp
+                  WHERE sp.id = d.depends_on_wisp_id
+                    AND sp.status <> 'closed' AND sp.status <> 'pinned'
+                )
+              )
+            )
+          )
+      )
+  )) <> CAST(? AS SIGNED)
+`
+
+type WispBlockedPassParams struct {
+	Was int64
+	ID  string
+}
+
+// WispBlockedPass is IssueBlockedPass for wisp id.
+func (q *Queries) WispBlockedPass(ctx context.Context, db DBTX, arg WispBlockedPassParams) (int64, error) {
+	result, err := db.ExecContext(ctx, wispBlockedPass,
+		arg.Was,
+		arg.ID,
+		arg.Was,
+		arg.Was,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const wispClaimSet = `-- name: WispClaimSet :execrows
 UPDATE wisps
 SET assignee = ?,

@@ -14,8 +14,9 @@ SET comment = @comment
 WHERE id = @id;
 
 -- name: EventCountsSince :one
--- EventCountsSince counts the claims, releases, failures and reclaims
--- (expired leases taken over or reaped) recorded since a time
+-- EventCountsSince counts the claims, releases, failures, reclaims
+-- (expired leases taken over or reaped) and closes (bd close's included)
+-- recorded since a time
 -- (idx_events_created_at). The comment patterns of bd-claim's protocol
 -- are bound from claim/protocol.go, the one place that spells them.
 SELECT
@@ -23,6 +24,7 @@ SELECT
         AND new_value LIKE '%"status":"in_progress"%' THEN 1 ELSE 0 END), 0) AS INTEGER) AS claims,
     CAST(COALESCE(sum(CASE WHEN comment LIKE CAST(@released AS TEXT) THEN 1 ELSE 0 END), 0) AS INTEGER) AS releases,
     CAST(COALESCE(sum(CASE WHEN comment LIKE CAST(@failed AS TEXT) THEN 1 ELSE 0 END), 0) AS INTEGER) AS failures,
-    CAST(COALESCE(sum(CASE WHEN comment LIKE CAST(@expired AS TEXT) THEN 1 ELSE 0 END), 0) AS INTEGER) AS reclaims
+    CAST(COALESCE(sum(CASE WHEN comment LIKE CAST(@expired AS TEXT) THEN 1 ELSE 0 END), 0) AS INTEGER) AS reclaims,
+    CAST(COALESCE(sum(CASE WHEN event_type = 'closed' THEN 1 ELSE 0 END), 0) AS INTEGER) AS closes
 FROM events
 WHERE created_at >= @since;

@@ -14,8 +14,9 @@ WHERE issue_id = sqlc.arg(issue_id) AND event_type = sqlc.arg(event_type) AND ac
   AND created_at = sqlc.arg(created_at);
 
 -- name: EventCountsSince :one
--- EventCountsSince counts the claims, releases, failures and reclaims
--- (expired leases taken over or reaped, bd reclaim's included) recorded
+-- EventCountsSince counts the claims, releases, failures, reclaims
+-- (expired leases taken over or reaped, bd reclaim's included) and closes
+-- (bd close's included) recorded
 -- since a time (idx_events_created_at). A release is any unclaimed event
 -- but a failed attempt: bd-claim's release and bd unclaim are the same
 -- move. The failure pattern is bound from claim/protocol.go.
@@ -23,6 +24,7 @@ SELECT
     CAST(COALESCE(SUM(CASE WHEN event_type = 'claimed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS claims,
     CAST(COALESCE(SUM(CASE WHEN event_type = 'unclaimed' AND (comment IS NULL OR comment NOT LIKE sqlc.arg(failed)) THEN 1 ELSE 0 END), 0) AS SIGNED) AS releases,
     CAST(COALESCE(SUM(CASE WHEN event_type = 'unclaimed' AND comment LIKE sqlc.arg(failed) THEN 1 ELSE 0 END), 0) AS SIGNED) AS failures,
-    CAST(COALESCE(SUM(CASE WHEN event_type = 'lease_reclaimed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS reclaims
+    CAST(COALESCE(SUM(CASE WHEN event_type = 'lease_reclaimed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS reclaims,
+    CAST(COALESCE(SUM(CASE WHEN event_type = 'closed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS closes
 FROM events
 WHERE created_at >= sqlc.arg(since);

@@ -7,3 +7,10 @@ SELECT `value` FROM metadata WHERE `key` = '_project_id';
 -- SchemaMigrationsMax is the newest main-series migration applied (66 for
 -- bd v1.3.0).
 SELECT CAST(COALESCE(MAX(version), 0) AS SIGNED) AS version FROM schema_migrations;
+
+-- name: CoordinationTouch :exec
+-- CoordinationTouch rewrites a dependency coordination cell of bd v1.3.0
+-- (issueops.TouchDependencyCoordinationTableInTx): a close writes both
+-- tiers' cells of its issue's shard, so that a concurrent new parent-child
+-- edge conflicts with it (local_metadata is dolt_ignored).
+REPLACE INTO local_metadata (`key`, `value`) VALUES (sqlc.arg(cell), sqlc.arg(stamp));

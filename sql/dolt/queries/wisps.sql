@@ -59,3 +59,98 @@ SELECT CAST(COALESCE(JSON_ARRAYAGG(id), '[]') AS JSON) AS ids FROM wisp_events
 WHERE issue_id = sqlc.arg(issue_id) AND event_type = sqlc.arg(event_type) AND actor = sqlc.arg(actor)
   AND old_value <=> sqlc.arg(old_value) AND new_value <=> sqlc.arg(new_value) AND comment <=> sqlc.arg(comment)
   AND created_at = sqlc.arg(created_at);
+
+-- name: WispBlockedPass :execrows
+-- WispBlockedPass is IssueBlockedPass for wisp id.
+UPDATE wisps w SET w.is_blocked = 1 - CAST(sqlc.arg(was) AS SIGNED), w.updated_at = w.updated_at
+WHERE w.id = sqlc.arg(id)
+  AND w.is_blocked = CAST(sqlc.arg(was) AS SIGNED)
+  AND (w.status <> 'closed' AND w.status <> 'pinned' AND (
+      EXISTS (
+        SELECT 1 FROM wisp_dependencies d
+        JOIN issues t ON t.id = d.depends_on_issue_id
+        WHERE d.issue_id = w.id
+          AND (d.type = 'blocks' OR d.type = 'conditional-blocks')
+          AND t.status <> 'closed' AND t.status <> 'pinned'
+      )
+      OR EXISTS (
+        SELECT 1 FROM wisp_dependencies d
+        JOIN wisps t ON t.id = d.depends_on_wisp_id
+        WHERE d.issue_id = w.id
+          AND (d.type = 'blocks' OR d.type = 'conditional-blocks')
+          AND t.status <> 'closed' AND t.status <> 'pinned'
+      )
+      OR EXISTS (
+        SELECT 1 FROM wisp_dependencies d
+        JOIN issues p ON p.id = d.depends_on_issue_id
+        WHERE d.issue_id = w.id
+          AND d.type = 'parent-child'
+          AND p.is_blocked = 1
+      )
+      OR EXISTS (
+        SELECT 1 FROM wisp_dependencies d
+        JOIN wisps p ON p.id = d.depends_on_wisp_id
+        WHERE d.issue_id = w.id
+          AND d.type = 'parent-child'
+          AND p.is_blocked = 1
+      )
+      OR EXISTS (
+        SELECT 1 FROM wisp_dependencies d
+        WHERE d.issue_id = w.id AND d.type = 'waits-for'
+          AND (
+            (
+              (
+                EXISTS (
+                  SELECT 1 FROM dependencies cd JOIN issues child ON child.id = cd.issue_id
+                  WHERE cd.type = 'parent-child'
+                    AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
+                      OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
+                    AND child.status <> 'closed' AND child.status <> 'pinned'
+                )
+                OR EXISTS (
+                  SELECT 1 FROM wisp_dependencies cd JOIN wisps child ON child.id = cd.issue_id
+                  WHERE cd.type = 'parent-child'
+                    AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
+                      OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
+                    AND child.status <> 'closed' AND child.status <> 'pinned'
+                )
+              )
+              AND NOT (
+                COALESCE(JSON_UNQUOTE(JSON_EXTRACT(d.metadata, '$.gate')), 'all-children') = 'any-children'
+                AND (
+                  EXISTS (
+                    SELECT 1 FROM dependencies cd JOIN issues child ON child.id = cd.issue_id
+                    WHERE cd.type = 'parent-child'
+                      AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
+                        OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
+                      AND child.status = 'closed'
+                  )
+                  OR EXISTS (
+                    SELECT 1 FROM wisp_dependencies cd JOIN wisps child ON child.id = cd.issue_id
+                    WHERE cd.type = 'parent-child'
+                      AND ((d.depends_on_issue_id IS NOT NULL AND cd.depends_on_issue_id = d.depends_on_issue_id)
+                        OR (d.depends_on_wisp_id IS NOT NULL AND cd.depends_on_wisp_id = d.depends_on_wisp_id))
+                      AND child.status = 'closed'
+                  )
+                )
+              )
+            )
+            OR (
+              COALESCE(JSON_UNQUOTE(JSON_EXTRACT(d.metadata, '$.also_blocks')), 'false') = 'true'
+              AND (
+                EXISTS (
+                  SELECT 1 FROM issues sp
+                  WHERE sp.id = d.depends_on_issue_id
+                    AND sp.status <> 'closed' AND sp.status <> 'pinned'
+                )
+                OR EXISTS (
+                  SELECT 1 FROM wisps sp
+                  WHERE sp.id = d.depends_on_wisp_id
+                    AND sp.status <> 'closed' AND sp.status <> 'pinned'
+                )
+              )
+            )
+          )
+      )
+  )) <> CAST(sqlc.arg(was) AS SIGNED);
+
