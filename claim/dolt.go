@@ -47,15 +47,21 @@ const doltLease = 5 * time.Minute
 // doltStyle is what differs in what the bd of a link's mode writes: its
 // Dolt commits (who authors them, what they stage, the messages that
 // differ between modes; the others are the same in every mode: bd: claim
-// ready ID, bd: update ID, bd: unclaim ID), and whether an event's
-// old_value JSON lists the issue's labels.
+// ready ID, bd: update ID), and whether an event's old_value JSON lists
+// the issue's labels.
 type doltStyle struct {
-	author string
-	all    bool // DOLT_COMMIT('-Am'), else DOLT_ADD of the tables the write changed (dolt.Commit)
-	// label is a label change's message (bd label add/remove ID's), and
-	// reclaim that of a write that only ended expired claims (bd reclaim's).
+	doltCommitter // a claim's commits, and a label change's
+	// swept is who makes the commits of a release (bd unclaim) and of a
+	// write that only ended expired claims (bd reclaim): in embedded mode,
+	// bd's auto-commit after the command, which sweeps the working set
+	// in; in the others, the same as the claim's.
+	swept doltCommitter
+	// label is a label change's message (bd label add/remove ID's),
+	// unclaim a release's by actor, and reclaim that of a write by actor
+	// that only ended expired claims (bd reclaim's).
 	label   func(verb, id string) string
-	reclaim func(ids []string) string
+	unclaim func(id, actor string) string
+	reclaim func(ids []string, actor string) string
 	// updateLabels: the old_value of the claimed event of a claim by id
 	// (bd update --claim) lists the issue's labels. Server and embedded
 	// mode claim through issueops, which reads them; proxied mode through
@@ -64,25 +70,69 @@ type doltStyle struct {
 	updateLabels bool
 }
 
-// bdStyle are bd's Dolt commits in server and embedded mode, authored
-// beads <beads@local> (bd's committer), the tables staged by name.
+// doltCommitter is who authors a Dolt commit and what it stages.
+type doltCommitter struct {
+	author string
+	all    bool // DOLT_COMMIT('-Am'), else DOLT_ADD of the tables the write changed (dolt.Commit)
+}
+
+// bdCommitter is bd's committer, beads <beads@local>, the tables staged by
+// name (its storage layer's commits).
+var bdCommitter = doltCommitter{author: "beads <beads@local>"}
+
+// bdUnclaim is bd unclaim's message in server and proxied mode.
+func bdUnclaim(id, _ string) string { return "bd: unclaim " + id }
+
+// bdStyle are bd's Dolt commits in server mode, authored by bd's
+// committer.
 var bdStyle = doltStyle{
-	author:       "beads <beads@local>",
+	doltCommitter: bdCommitter, swept: bdCommitter,
 	label:        func(verb, id string) string { return "bd: label " + verb + " " + id },
-	reclaim:      func(ids []string) string { return fmt.Sprintf("bd: reclaim %d expired lease(s)", len(ids)) },
+	unclaim:      bdUnclaim,
+	reclaim:      func(ids []string, _ string) string { return fmt.Sprintf("bd: reclaim %d expired lease(s)", len(ids)) },
 	updateLabels: true,
 }
 
-// proxiedStyle are bd's Dolt commits in proxied-server mode: its unit of
-// work commits with DOLT_COMMIT('-Am', message) and no author, so the
-// session's user authors them (root <root@localhost>); a label change is
-// an issue update without a message of its own ("update issue"); bd
-// reclaim names the issues; its claim by id's event has no labels.
+// embeddedStyle are bd's Dolt commits in embedded mode: a claim's and a
+// label change's as server mode's, by bd's committer (a label change is an
+// issue update there, "bd: update ID"); bd unclaim and bd reclaim leave
+// theirs to the auto-commit that follows the command (DOLT_COMMIT('-Am')
+// without an author: the engine's session user, root <root@%>), with its
+// message (bdAutoCommit).
+var embeddedStyle = doltStyle{
+	doltCommitter: bdCommitter,
+	swept:         doltCommitter{author: "root <root@%>", all: true},
+	label:         func(_, id string) string { return "bd: update " + id },
+	unclaim:       func(_, actor string) string { return bdAutoCommit("unclaim", actor, nil) },
+	reclaim:       func(ids []string, actor string) string { return bdAutoCommit("reclaim", actor, ids) },
+	updateLabels:  true,
+}
+
+// bdAutoCommit is the message of bd's auto-commit after command cmd by
+// actor (formatDoltAutoCommitMessage): the issues it names, sorted, at
+// most five.
+func bdAutoCommit(cmd, actor string, ids []string) string {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	if len(ids) == 0 {
+		return fmt.Sprintf("bd: %s (auto-commit) by %s", cmd, actor)
+	}
+	return fmt.Sprintf("bd: %s (auto-commit) by %s [%s]", cmd, actor, strings.Join(ids[:min(len(ids), 5)], ", "))
+}
+
+// proxiedCommitter is bd's in proxied-server mode: its unit of work
+// commits with DOLT_COMMIT('-Am', message) and no author, so the session's
+// user authors them (root <root@localhost>).
+var proxiedCommitter = doltCommitter{author: "root <root@localhost>", all: true}
+
+// proxiedStyle are bd's Dolt commits in proxied-server mode, all by its
+// committer: a label change is an issue update without a message of its
+// own ("update issue"); bd reclaim names the issues; its claim by id's
+// event has no labels.
 var proxiedStyle = doltStyle{
-	author:  "root <root@localhost>",
-	all:     true,
+	doltCommitter: proxiedCommitter, swept: proxiedCommitter,
 	label:   func(string, string) string { return "update issue" },
-	reclaim: func(ids []string) string { return "bd: reclaim " + strings.Join(ids, ", ") },
+	unclaim: bdUnclaim,
+	reclaim: func(ids []string, _ string) string { return "bd: reclaim " + strings.Join(ids, ", ") },
 }
 
 // doltTime is how bd binds events.created_at: UTC, whole seconds, as text.
@@ -465,14 +515,17 @@ func (e *doltEngine) write(ctx context.Context, doing string, _ deck, fn func(*t
 // else of the expired claims it ended (bd reclaim's); none for a write bd
 // makes none for (a heartbeat).
 func (x *doltTx) doltCommit(ctx context.Context, h db.DBTX, inTx bool) error {
-	message := x.commit
+	message, by := x.commit, x.style.doltCommitter
+	if x.swept {
+		by = x.style.swept
+	}
 	if message == "" && len(x.reclaimed) > 0 {
-		message = x.style.reclaim(x.reclaimed)
+		message, by = x.style.reclaim(x.reclaimed, x.reclaimer), x.style.swept
 	}
 	if message == "" {
 		return nil
 	}
-	return dolt.Commit{Message: message, Author: x.style.author, All: x.style.all, Labels: x.labels, InTx: inTx}.Make(ctx, h)
+	return dolt.Commit{Message: message, Author: by.author, All: by.all, Labels: x.labels, InTx: inTx}.Make(ctx, h)
 }
 
 // ahead: a Dolt claim reads its candidates in its transaction, on the
@@ -532,10 +585,13 @@ type doltTx struct {
 	// reap's commit message, bd reclaim's, when no other move names the
 	// commit.
 	reclaimed []string
-	style     doltStyle
-	landed    *landed // the write's mark, to look it up after a lost COMMIT
-	labels    bool    // the write changed labels, which the Dolt commit stages too
-	queued    bool    // the write waited for other writers (doltWriter.queued)
+	reclaimer string // the actor that ended them
+	// swept: the commit is the one bd makes after a release (doltStyle.swept).
+	swept  bool
+	style  doltStyle
+	landed *landed // the write's mark, to look it up after a lost COMMIT
+	labels bool    // the write changed labels, which the Dolt commit stages too
+	queued bool    // the write waited for other writers (doltWriter.queued)
 }
 
 func (t *doltTx) labelSet(id, label string, add bool) (int64, error) {
@@ -678,7 +734,7 @@ func (t *doltTx) read(id string) (*row, error) {
 // doltRelease ends agent's claim of r as `bd unclaim` does: back to open
 // with an empty assignee (CAS on row_lock), the lease row deleted, an
 // unclaimed event with comment (bd-claim's reason; NULL as bd writes it
-// for none), and the Dolt commit "bd: unclaim ID".
+// for none), and bd unclaim's Dolt commit (doltStyle.unclaim, swept).
 //
 // A wisp is released in the wisps table, its event in wisp_events, as bd
 // unclaim routes it.
@@ -703,7 +759,7 @@ func (t *doltTx) unclaim(r *row, req ReleaseRequest) error {
 		newValue := `{"assignee":"","status":"open"}` // bd marshals map[string]string, keys sorted
 		err = t.event(r.dolt.table, r.ID, "unclaimed", req.Agent, text(r.dolt.eventJSON(true)), text(newValue), comment)
 	}
-	t.commit = "bd: unclaim " + r.ID
+	t.commit, t.swept = t.style.unclaim(r.ID, req.Agent), true
 	t.landed = &landed{id: r.ID, rowLock: lock}
 	r.Status, r.Assignee, r.UpdatedAt = "open", "", doltAt(t.now)
 	return err
@@ -729,7 +785,7 @@ func (t *doltTx) endClaim(r *row, actor, holder, note string) error {
 	if err != nil {
 		return err
 	}
-	t.landed, t.reclaimed = &landed{id: r.ID, rowLock: lock}, append(t.reclaimed, r.ID)
+	t.landed, t.reclaimed, t.reclaimer = &landed{id: r.ID, rowLock: lock}, append(t.reclaimed, r.ID), actor
 	fresh, err := t.read(r.ID)
 	if err == nil {
 		*r = *fresh

@@ -222,7 +222,7 @@ func newEmbeddedLink(e *EmbeddedDolt, beadsDir string, busy time.Duration) *embe
 	return &embeddedLink{dir: e.Dir, database: e.Database, gates: dolt.GatesFor(beadsDir, e.Dir), wait: busy}
 }
 
-func (l *embeddedLink) commits() doltStyle { return bdStyle }
+func (l *embeddedLink) commits() doltStyle { return embeddedStyle }
 
 func (l *embeddedLink) prepare(_ context.Context, check func(context.Context, *sql.Conn) error) error {
 	l.check = check

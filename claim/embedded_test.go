@@ -6,8 +6,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -106,58 +104,182 @@ func inspect(t *testing.T, w *claimtest.BdWorkspace, fn func(q claimtest.Querier
 	fn(conn)
 }
 
+// embeddedView is w's embedded database, opened for each look (inspect).
+func embeddedView(t *testing.T, w *claimtest.BdWorkspace) claimtest.View {
+	return func(fn func(claimtest.Querier)) { inspect(t, w, fn) }
+}
+
+// twinPair makes two identical issues (title, priority, label,
+// description) and has bd claim both as holder (`bd update --claim`),
+// unless holder is "".
+func twinPair(t *testing.T, w *claimtest.BdWorkspace, holder string) (a, b string) {
+	t.Helper()
+	cw := &confWorkspace{&w.BdRunner}
+	a = cw.create(t, "twin", "-p", "1", "-l", "backend", "-d", "the same description")
+	b = cw.create(t, "twin", "-p", "1", "-l", "backend", "-d", "the same description")
+	if holder != "" {
+		w.As(holder).OK("update", a, b, "--claim", "--json")
+	}
+	return a, b
+}
+
+// twinMoves has bd move a (bdMove) and bd-claim move b (ours), each a
+// later second than what came before (updated_at changes, the events and
+// commits tell apart), and returns their footprints.
+func twinMoves(t *testing.T, view claimtest.View, a, b string, bdMove, ours func()) (claimtest.Footprint, claimtest.Footprint) {
+	t.Helper()
+	move := func(id string, fn func()) claimtest.Footprint {
+		done := claimtest.Watch(t, view, id)
+		time.Sleep(1100 * time.Millisecond)
+		fn()
+		return done()
+	}
+	return move(a, bdMove), move(b, ours)
+}
+
+// The cells that a move by bd and its twin by bd-claim leave equal.
+var twinSame = []string{"assignee", "status", "content_hash", "is_blocked"}
+
 // Embedded twins: one issue claimed by `bd update --claim`, its twin by
-// bd-claim --id, as the same agent. The same cells change, with the same
-// values where they do not depend on the time; the leases rows are bd's
-// 5 minutes; the claimed events have the same shape; each claim is one
-// Dolt commit of the issues table, by bd's author with bd's message, of
-// one row and five cells.
+// bd-claim --id, as the same agent (claimtest.Footprint.Twin). The same
+// five cells change, with the same values where they do not depend on
+// the time; the leases rows are bd's 5 minutes; the claimed events have
+// the same shape; each claim is one Dolt commit of the issues table, by
+// bd's author with bd's message, of one row and five cells.
 func TestEmbeddedTwins(t *testing.T) {
 	w := claimtest.EmbeddedWorkspace(t, "tw")
-	cw := &confWorkspace{&w.BdRunner}
-	a := cw.create(t, "twin", "-p", "1", "-l", "backend", "-d", "the same description")
-	b := cw.create(t, "twin", "-p", "1", "-l", "backend", "-d", "the same description")
-	cells := func(id string) map[string]string {
-		var out map[string]string
-		inspect(t, w, func(q claimtest.Querier) {
-			cols := claimtest.Strings(t, q, "SELECT column_name FROM information_schema.columns WHERE table_name = 'issues' AND table_schema = DATABASE() ORDER BY ordinal_position")
-			out = map[string]string{}
-			for _, c := range cols {
-				v := claimtest.Strings(t, q, "SELECT COALESCE(CAST(`"+c+"` AS CHAR), 'NULL') FROM issues WHERE id = ?", id)
-				out[c] = v[0]
-			}
-		})
-		return out
-	}
-	beforeA, beforeB := cells(a), cells(b)
-	time.Sleep(1100 * time.Millisecond) // a later second: updated_at changes
-	w.As("agent-1").OK("update", a, "--claim", "--json")
-	time.Sleep(1100 * time.Millisecond)
+	view := embeddedView(t, w)
+	a, b := twinPair(t, w, "")
 	s := openAt(t, w.Dir, w.Getenv, claim.Options{})
-	_, err := s.Claim(context.Background(), claim.Request{Agent: "agent-1", ID: b})
-	assert.NilError(t, err)
-	afterA, afterB := cells(a), cells(b)
-	assert.DeepEqual(t, claimtest.Changed(beforeA, afterA), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
-	assert.DeepEqual(t, claimtest.Changed(beforeB, afterB), claimtest.Changed(beforeA, afterA))
-	for _, c := range []string{"assignee", "status", "content_hash", "is_blocked"} {
-		assert.Equal(t, afterB[c], afterA[c], c)
-	}
-	inspect(t, w, func(q claimtest.Querier) {
-		// bd's lease is 300 s to the second; bd-claim's expiry is rounded
-		// to the second as the DATETIME(0) column stores it, as on a server.
-		for id, ttl := range map[string][]string{a: {"300"}, b: {"300", "301"}} {
-			lease := claimtest.Strings(t, q, "SELECT CONCAT_WS('/', holder, granted_node, TIMESTAMPDIFF(SECOND, granted_at, lease_expires_at)) FROM leases WHERE issue_id = ?", id)
-			assert.Assert(t, len(lease) == 1 && slices.Contains(ttl, strings.TrimPrefix(lease[0], "agent-1//")), "%s: %v", id, lease)
-			assert.DeepEqual(t, claimtest.Strings(t, q, "SELECT CONCAT_WS('/', event_type, actor, new_value, COALESCE(comment, 'NULL')) FROM events WHERE issue_id = ? AND event_type = 'claimed'", id),
-				[]string{`claimed/agent-1/{"assignee":"agent-1","status":"in_progress"}/NULL`})
-		}
-		assert.DeepEqual(t, claimtest.Strings(t, q, "SELECT CONCAT_WS('/', message, committer, email) FROM dolt_log LIMIT 2"),
-			[]string{"bd: update " + b + "/beads/beads@local", "bd: update " + a + "/beads/beads@local"})
-		for _, r := range []string{"HEAD~1", "HEAD"} {
-			assert.DeepEqual(t, claimtest.Strings(t, q, "SELECT CONCAT_WS(' ', table_name, rows_modified, cells_modified) FROM dolt_diff_stat('"+r+"~1', '"+r+"')"),
-				[]string{"issues 1 5"})
-		}
+	fa, fb := twinMoves(t, view, a, b, func() { w.As("agent-1").OK("update", a, "--claim", "--json") }, func() {
+		_, err := s.Claim(context.Background(), claim.Request{Agent: "agent-1", ID: b})
+		assert.NilError(t, err)
 	})
+	assert.DeepEqual(t, fa.Changed(), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
+	assert.Equal(t, fa.LeaseAfter["ttl"], "300")
+	assert.DeepEqual(t, fa.Events, []claimtest.TwinEvent{{Type: "claimed", Actor: "agent-1", Comment: "NULL",
+		NewValue: `{"assignee":"agent-1","status":"in_progress"}`, OldKeys: fa.Events[0].OldKeys}})
+	assert.DeepEqual(t, fa.Commits, []claimtest.TwinCommit{{Message: "bd: update ID", Author: "beads <beads@local>", Stat: []string{"issues 0 0 1 5"}}})
+	fa.Twin(t, fb, twinSame...)
+}
+
+// Embedded release twins: two issues claimed by bd as the same agent, one
+// released by `bd unclaim`, its twin by bd-claim release. The same cells
+// change to the same values, both leases rows go, the unclaimed events
+// have the same shape, and each release is bd unclaim's Dolt commit in
+// embedded mode: the auto-commit bd makes after the command,
+// DOLT_COMMIT('-Am') by the engine's session user (root <root@%>), "bd:
+// unclaim (auto-commit) by AGENT", of one issues row and five cells (not
+// server mode's "bd: unclaim ID" by beads <beads@local>). Then a label
+// removal's commit (a reset's).
+func TestEmbeddedReleaseTwins(t *testing.T) {
+	w := claimtest.EmbeddedWorkspace(t, "rt")
+	a, b := twinPair(t, w, "agent-1")
+	s := openAt(t, w.Dir, w.Getenv, claim.Options{})
+	fa, fb := twinMoves(t, embeddedView(t, w), a, b, func() { w.As("agent-1").OK("unclaim", a) }, func() {
+		_, err := s.Release(context.Background(), claim.ReleaseRequest{Agent: "agent-1", ID: b})
+		assert.NilError(t, err)
+	})
+	assert.DeepEqual(t, fa.Changed(), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
+	assert.DeepEqual(t, fa.LeaseChanged(), []string{"deleted"})
+	assert.Equal(t, len(fa.Events), 1)
+	assert.Equal(t, fa.Events[0].Type+" "+fa.Events[0].NewValue, `unclaimed {"assignee":"","status":"open"}`)
+	assert.DeepEqual(t, fa.Commits, []claimtest.TwinCommit{{Message: "bd: unclaim (auto-commit) by agent-1", Author: "root <root@%>", Stat: []string{"issues 0 0 1 5"}}})
+	fa.Twin(t, fb, twinSame...)
+
+	// The abandoned label removed by `bd label remove` and by bd-claim
+	// reset: bd's commit of a label change in embedded mode is an issue
+	// update's, "bd: update ID" (server mode's is "bd: label remove ID").
+	for _, id := range []string{a, b} {
+		w.OK("label", "add", id, "claim:abandoned")
+	}
+	fa, fb = twinMoves(t, embeddedView(t, w), a, b, func() { w.OK("label", "remove", a, "claim:abandoned") }, func() {
+		_, err := s.Reset(context.Background(), claim.ResetRequest{Actor: "bd-test", ID: b})
+		assert.NilError(t, err)
+	})
+	assert.DeepEqual(t, fa.Commits, []claimtest.TwinCommit{{Message: "bd: update ID", Author: "beads <beads@local>", Stat: []string{"labels 0 1 0 0"}}})
+	assert.DeepEqual(t, fb.Commits, fa.Commits)
+}
+
+// Embedded heartbeat twins: two issues claimed by bd as the same agent,
+// one renewed by `bd heartbeat`, its twin by bd-claim heartbeat. Only the
+// leases rows change, both the same columns (heartbeat_at and
+// lease_expires_at, to bd's 5 minutes from now); no issues cell, no
+// event, no Dolt commit (the leases table is dolt_ignored: bd's
+// auto-commit after the command finds nothing to commit).
+func TestEmbeddedHeartbeatTwins(t *testing.T) {
+	w := claimtest.EmbeddedWorkspace(t, "hb")
+	a, b := twinPair(t, w, "agent-1")
+	s := openAt(t, w.Dir, w.Getenv, claim.Options{})
+	fa, fb := twinMoves(t, embeddedView(t, w), a, b, func() { w.As("agent-1").OK("heartbeat", a) }, func() {
+		_, err := s.Heartbeat(context.Background(), claim.HeartbeatRequest{Agent: "agent-1", ID: b})
+		assert.NilError(t, err)
+	})
+	assert.Assert(t, fa.Changed() == nil && fa.Events == nil && fa.Commits == nil, "%+v", fa)
+	assert.DeepEqual(t, fa.LeaseChanged(), []string{"heartbeat_at", "lease_expires_at"})
+	assert.Equal(t, fa.LeaseAfter["ttl"], "300")
+	fa.Twin(t, fb)
+}
+
+// Embedded takeover twins. bd has no one-step takeover: `bd update
+// --claim` refuses an issue whose holder's lease has expired (it is
+// "already assigned"), so bd's way is `bd reclaim` then `bd update
+// --claim`, two Dolt commits; bd-claim --id takes the issue over in one
+// transaction and one commit, the claim's ("bd: update ID", by beads
+// <beads@local>), whose change is the net change of bd's two (one issues
+// row, four cells: status stays in_progress). The issues cells, the new
+// holder's lease and the events (lease_reclaimed, then claimed) are bd's,
+// but for the lease_reclaimed comment: bd's is NULL, bd-claim's says
+// whose lease ended and who took over. Then reap against bd reclaim: the
+// same footprint, and bd reclaim's commit in embedded mode, its
+// auto-commit by root <root@%> naming the issue ("bd: reclaim
+// (auto-commit) by AGENT [ID]"; server mode's is "bd: reclaim 1 expired
+// lease(s)" by beads).
+func TestEmbeddedTakeoverTwins(t *testing.T) {
+	w := claimtest.EmbeddedWorkspace(t, "to")
+	a, b := twinPair(t, w, "agent-old")
+	c, d := twinPair(t, w, "agent-old")
+	s := openAt(t, w.Dir, w.Getenv, claim.Options{})
+	ctx := context.Background()
+	for _, id := range []string{a, b, c, d} { // bd's leases end in a second
+		_, err := s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: "agent-old", ID: id, Lease: time.Second})
+		assert.NilError(t, err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	view := embeddedView(t, w)
+	fa, fb := twinMoves(t, view, a, b, func() {
+		w.As("agent-new").OK("reclaim", "--older-than", "0s", "--id", a)
+		w.As("agent-new").OK("update", a, "--claim", "--json")
+	}, func() {
+		res, err := s.Claim(ctx, claim.Request{Agent: "agent-new", ID: b})
+		assert.NilError(t, err)
+		assert.Assert(t, res.TookOver != nil && res.TookOver.Agent == "agent-old", "%+v", res.TookOver)
+	})
+	assert.DeepEqual(t, fa.Changed(), []string{"assignee", "row_lock", "started_at", "updated_at"})
+	// bd's claim changes 4 or 5 cells: updated_at stays when the reclaim
+	// came in the same second.
+	assert.Assert(t, len(fa.Commits) == 2, "%+v", fa.Commits)
+	assert.DeepEqual(t, fa.Commits[0], claimtest.TwinCommit{Message: "bd: reclaim (auto-commit) by agent-new [ID]", Author: "root <root@%>", Stat: []string{"issues 0 0 1 5"}})
+	assert.Equal(t, fa.Commits[1].Message+"/"+fa.Commits[1].Author, "bd: update ID/beads <beads@local>")
+	assert.DeepEqual(t, fb.Commits, []claimtest.TwinCommit{{Message: "bd: update ID", Author: "beads <beads@local>", Stat: fb.Net}})
+	assert.DeepEqual(t, fb.Net, fa.Net)
+	assert.DeepEqual(t, fa.Net, []string{"issues 0 0 1 4"})
+	fa.Commits, fb.Commits = nil, nil
+	claimtest.ReclaimNote(t, &fa, &fb, "agent-old", "taken over by agent-new")
+	assert.Equal(t, len(fa.Events), 2)
+	assert.Equal(t, fa.Events[0].Type, "claimed")
+	fa.Twin(t, fb, twinSame...)
+
+	fc, fd := twinMoves(t, view, c, d, func() { w.As("reaper").OK("reclaim", "--older-than", "0s", "--id", c) }, func() {
+		reaped, err := s.Reap(ctx, "reaper", false)
+		assert.NilError(t, err)
+		assert.Equal(t, len(reaped), 1)
+	})
+	assert.DeepEqual(t, fc.Changed(), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
+	assert.DeepEqual(t, fc.LeaseChanged(), []string{"deleted"})
+	assert.DeepEqual(t, fc.Commits, []claimtest.TwinCommit{{Message: "bd: reclaim (auto-commit) by reaper [ID]", Author: "root <root@%>", Stat: []string{"issues 0 0 1 5"}}})
+	claimtest.ReclaimNote(t, &fc, &fd, "agent-old", "reaped by reaper")
+	fc.Twin(t, fd, twinSame...)
 }
 
 // Embedded close twins (bd v1.3.0, embedded Dolt): as on a server

@@ -259,3 +259,96 @@ func TestProxiedIdleProxy(t *testing.T) {
 	w.JSON(&shown, "show", first.ID)
 	assert.Equal(t, shown[0].Status+"/"+shown[0].Assignee, "in_progress/a")
 }
+
+// proxiedTwins is a proxied-server workspace for twin tests: bd-claim's
+// CLI in it, the database as a claimtest.View, and pair, which makes two
+// identical issues that bd claims as holder (`bd update --claim`).
+func proxiedTwins(t *testing.T, prefix string) (w *claimtest.Proxied, bdClaim func(args ...string) *icmd.Result, view claimtest.View, pair func(holder string) (string, string)) {
+	w = claimtest.ProxiedWorkspace(t, prefix)
+	conn := w.DB(t)
+	view = func(fn func(claimtest.Querier)) { fn(conn) }
+	bdClaim = func(args ...string) *icmd.Result { return run(t, w.Dir, nil, args...) }
+	pair = func(holder string) (string, string) {
+		var ids [2]string
+		for i := range ids {
+			var iss struct{ ID string }
+			w.JSON(&iss, "create", "twin", "-p", "2", "-l", "backend", "-d", "the same description")
+			ids[i] = iss.ID
+		}
+		w.As(holder).OK("update", ids[0], ids[1], "--claim", "--json")
+		return ids[0], ids[1]
+	}
+	return w, bdClaim, view, pair
+}
+
+// moveTwins has bd move a (bdMove) and bd-claim move b (ours), each in a
+// later second than what came before, and returns their footprints.
+func moveTwins(t *testing.T, view claimtest.View, a, b string, bdMove, ours func()) (claimtest.Footprint, claimtest.Footprint) {
+	t.Helper()
+	move := func(id string, fn func()) claimtest.Footprint {
+		done := claimtest.Watch(t, view, id)
+		time.Sleep(1100 * time.Millisecond)
+		fn()
+		return done()
+	}
+	return move(a, bdMove), move(b, ours)
+}
+
+// Proxied heartbeat twins: two issues claimed by bd as the same agent,
+// one renewed by `bd heartbeat`, its twin by bd-claim heartbeat: only the
+// leases rows change, the same columns (heartbeat_at, lease_expires_at to
+// bd's 5 minutes from now); no issues cell, no event, no Dolt commit.
+func TestProxiedHeartbeatTwins(t *testing.T) {
+	w, bdClaim, view, pair := proxiedTwins(t, "ph")
+	a, b := pair("agent-1")
+	fa, fb := moveTwins(t, view, a, b, func() { w.As("agent-1").OK("heartbeat", a) },
+		func() { bdClaim("heartbeat", "--agent", "agent-1", "--id", b).Assert(t, icmd.Success) })
+	assert.Assert(t, fa.Changed() == nil && fa.Events == nil && fa.Commits == nil, "%+v", fa)
+	assert.DeepEqual(t, fa.LeaseChanged(), []string{"heartbeat_at", "lease_expires_at"})
+	assert.Equal(t, fa.LeaseAfter["ttl"], "300")
+	fa.Twin(t, fb)
+}
+
+// Proxied takeover twins. bd has no one-step takeover (`bd update
+// --claim` refuses an issue whose holder's lease expired): its way is `bd
+// reclaim` then `bd update --claim`, two Dolt commits; bd-claim --id takes
+// the issue over in one transaction and one commit, the claim's ("bd:
+// update ID", root <root@localhost>), whose change is the net change of
+// bd's two. The cells, the new lease and the events (lease_reclaimed,
+// claimed) are bd's, but for the lease_reclaimed comment (bd-claim's note;
+// bd's NULL). Then reap against bd reclaim: the same footprint, and bd
+// reclaim's proxied commit, "bd: reclaim ID".
+func TestProxiedTakeoverTwins(t *testing.T) {
+	w, bdClaim, view, pair := proxiedTwins(t, "po")
+	a, b := pair("agent-old")
+	c, d := pair("agent-old")
+	for _, id := range []string{a, b, c, d} { // bd's leases end in a second
+		bdClaim("heartbeat", "--agent", "agent-old", "--id", id, "--lease", "1s").Assert(t, icmd.Success)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	fa, fb := moveTwins(t, view, a, b, func() {
+		w.As("agent-new").OK("reclaim", "--older-than", "0s", "--id", a)
+		w.As("agent-new").OK("update", a, "--claim", "--json")
+	}, func() {
+		r := bdClaim("--agent", "agent-new", "--id", b).Assert(t, icmd.Success)
+		assert.Assert(t, strings.Contains(r.Stdout(), `"took_over":{"agent":"agent-old"`), r.Stdout())
+	})
+	assert.DeepEqual(t, fa.Changed(), []string{"assignee", "row_lock", "started_at", "updated_at"})
+	root := "root <root@localhost>"
+	assert.Assert(t, len(fa.Commits) == 2, "%+v", fa.Commits)
+	assert.Equal(t, fa.Commits[0].Message+"/"+fa.Commits[0].Author, "bd: reclaim ID/"+root)
+	assert.Equal(t, fa.Commits[1].Message+"/"+fa.Commits[1].Author, "bd: update ID/"+root)
+	assert.DeepEqual(t, fb.Commits, []claimtest.TwinCommit{{Message: "bd: update ID", Author: root, Stat: fa.Net}})
+	assert.DeepEqual(t, fa.Net, []string{"issues 0 0 1 4"})
+	fa.Commits, fb.Commits = nil, nil
+	claimtest.ReclaimNote(t, &fa, &fb, "agent-old", "taken over by agent-new")
+	fa.Twin(t, fb, "assignee", "status", "content_hash", "is_blocked")
+
+	fc, fd := moveTwins(t, view, c, d, func() { w.As("reaper").OK("reclaim", "--older-than", "0s", "--id", c) },
+		func() { bdClaim("reap", "--agent", "reaper").Assert(t, icmd.Success) })
+	assert.DeepEqual(t, fc.Changed(), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
+	assert.DeepEqual(t, fc.LeaseChanged(), []string{"deleted"})
+	assert.DeepEqual(t, fc.Commits, []claimtest.TwinCommit{{Message: "bd: reclaim ID", Author: root, Stat: []string{"issues 0 0 1 5"}}})
+	claimtest.ReclaimNote(t, &fc, &fd, "agent-old", "reaped by reaper")
+	fc.Twin(t, fd, "assignee", "status", "content_hash", "is_blocked")
+}
