@@ -123,20 +123,6 @@ func twinPair(t *testing.T, w *claimtest.BdWorkspace, holder string) (a, b strin
 	return a, b
 }
 
-// twinMoves has bd move a (bdMove) and bd-claim move b (ours), each a
-// later second than what came before (updated_at changes, the events and
-// commits tell apart), and returns their footprints.
-func twinMoves(t *testing.T, view claimtest.View, a, b string, bdMove, ours func()) (claimtest.Footprint, claimtest.Footprint) {
-	t.Helper()
-	move := func(id string, fn func()) claimtest.Footprint {
-		done := claimtest.Watch(t, view, id)
-		time.Sleep(1100 * time.Millisecond)
-		fn()
-		return done()
-	}
-	return move(a, bdMove), move(b, ours)
-}
-
 // The cells that a move by bd and its twin by bd-claim leave equal.
 var twinSame = []string{"assignee", "status", "content_hash", "is_blocked"}
 
@@ -151,7 +137,7 @@ func TestEmbeddedTwins(t *testing.T) {
 	view := embeddedView(t, w)
 	a, b := twinPair(t, w, "")
 	s := openAt(t, w.Dir, w.Getenv, claim.Options{})
-	fa, fb := twinMoves(t, view, a, b, func() { w.As("agent-1").OK("update", a, "--claim", "--json") }, func() {
+	fa, fb := claimtest.Moves(t, view, a, b, func() { w.As("agent-1").OK("update", a, "--claim", "--json") }, func() {
 		_, err := s.Claim(context.Background(), claim.Request{Agent: "agent-1", ID: b})
 		assert.NilError(t, err)
 	})
@@ -176,7 +162,7 @@ func TestEmbeddedReleaseTwins(t *testing.T) {
 	w := claimtest.EmbeddedWorkspace(t, "rt")
 	a, b := twinPair(t, w, "agent-1")
 	s := openAt(t, w.Dir, w.Getenv, claim.Options{})
-	fa, fb := twinMoves(t, embeddedView(t, w), a, b, func() { w.As("agent-1").OK("unclaim", a) }, func() {
+	fa, fb := claimtest.Moves(t, embeddedView(t, w), a, b, func() { w.As("agent-1").OK("unclaim", a) }, func() {
 		_, err := s.Release(context.Background(), claim.ReleaseRequest{Agent: "agent-1", ID: b})
 		assert.NilError(t, err)
 	})
@@ -193,7 +179,7 @@ func TestEmbeddedReleaseTwins(t *testing.T) {
 	for _, id := range []string{a, b} {
 		w.OK("label", "add", id, "claim:abandoned")
 	}
-	fa, fb = twinMoves(t, embeddedView(t, w), a, b, func() { w.OK("label", "remove", a, "claim:abandoned") }, func() {
+	fa, fb = claimtest.Moves(t, embeddedView(t, w), a, b, func() { w.OK("label", "remove", a, "claim:abandoned") }, func() {
 		_, err := s.Reset(context.Background(), claim.ResetRequest{Actor: "bd-test", ID: b})
 		assert.NilError(t, err)
 	})
@@ -211,7 +197,7 @@ func TestEmbeddedHeartbeatTwins(t *testing.T) {
 	w := claimtest.EmbeddedWorkspace(t, "hb")
 	a, b := twinPair(t, w, "agent-1")
 	s := openAt(t, w.Dir, w.Getenv, claim.Options{})
-	fa, fb := twinMoves(t, embeddedView(t, w), a, b, func() { w.As("agent-1").OK("heartbeat", a) }, func() {
+	fa, fb := claimtest.Moves(t, embeddedView(t, w), a, b, func() { w.As("agent-1").OK("heartbeat", a) }, func() {
 		_, err := s.Heartbeat(context.Background(), claim.HeartbeatRequest{Agent: "agent-1", ID: b})
 		assert.NilError(t, err)
 	})
@@ -247,7 +233,7 @@ func TestEmbeddedTakeoverTwins(t *testing.T) {
 	}
 	time.Sleep(1500 * time.Millisecond)
 	view := embeddedView(t, w)
-	fa, fb := twinMoves(t, view, a, b, func() {
+	fa, fb := claimtest.Moves(t, view, a, b, func() {
 		w.As("agent-new").OK("reclaim", "--older-than", "0s", "--id", a)
 		w.As("agent-new").OK("update", a, "--claim", "--json")
 	}, func() {
@@ -270,7 +256,7 @@ func TestEmbeddedTakeoverTwins(t *testing.T) {
 	assert.Equal(t, fa.Events[0].Type, "claimed")
 	fa.Twin(t, fb, twinSame...)
 
-	fc, fd := twinMoves(t, view, c, d, func() { w.As("reaper").OK("reclaim", "--older-than", "0s", "--id", c) }, func() {
+	fc, fd := claimtest.Moves(t, view, c, d, func() { w.As("reaper").OK("reclaim", "--older-than", "0s", "--id", c) }, func() {
 		reaped, err := s.Reap(ctx, "reaper", false)
 		assert.NilError(t, err)
 		assert.Equal(t, len(reaped), 1)

@@ -281,19 +281,6 @@ func proxiedTwins(t *testing.T, prefix string) (w *claimtest.Proxied, bdClaim fu
 	return w, bdClaim, view, pair
 }
 
-// moveTwins has bd move a (bdMove) and bd-claim move b (ours), each in a
-// later second than what came before, and returns their footprints.
-func moveTwins(t *testing.T, view claimtest.View, a, b string, bdMove, ours func()) (claimtest.Footprint, claimtest.Footprint) {
-	t.Helper()
-	move := func(id string, fn func()) claimtest.Footprint {
-		done := claimtest.Watch(t, view, id)
-		time.Sleep(1100 * time.Millisecond)
-		fn()
-		return done()
-	}
-	return move(a, bdMove), move(b, ours)
-}
-
 // Proxied heartbeat twins: two issues claimed by bd as the same agent,
 // one renewed by `bd heartbeat`, its twin by bd-claim heartbeat: only the
 // leases rows change, the same columns (heartbeat_at, lease_expires_at to
@@ -301,7 +288,7 @@ func moveTwins(t *testing.T, view claimtest.View, a, b string, bdMove, ours func
 func TestProxiedHeartbeatTwins(t *testing.T) {
 	w, bdClaim, view, pair := proxiedTwins(t, "ph")
 	a, b := pair("agent-1")
-	fa, fb := moveTwins(t, view, a, b, func() { w.As("agent-1").OK("heartbeat", a) },
+	fa, fb := claimtest.Moves(t, view, a, b, func() { w.As("agent-1").OK("heartbeat", a) },
 		func() { bdClaim("heartbeat", "--agent", "agent-1", "--id", b).Assert(t, icmd.Success) })
 	assert.Assert(t, fa.Changed() == nil && fa.Events == nil && fa.Commits == nil, "%+v", fa)
 	assert.DeepEqual(t, fa.LeaseChanged(), []string{"heartbeat_at", "lease_expires_at"})
@@ -326,7 +313,7 @@ func TestProxiedTakeoverTwins(t *testing.T) {
 		bdClaim("heartbeat", "--agent", "agent-old", "--id", id, "--lease", "1s").Assert(t, icmd.Success)
 	}
 	time.Sleep(1500 * time.Millisecond)
-	fa, fb := moveTwins(t, view, a, b, func() {
+	fa, fb := claimtest.Moves(t, view, a, b, func() {
 		w.As("agent-new").OK("reclaim", "--older-than", "0s", "--id", a)
 		w.As("agent-new").OK("update", a, "--claim", "--json")
 	}, func() {
@@ -344,7 +331,7 @@ func TestProxiedTakeoverTwins(t *testing.T) {
 	claimtest.ReclaimNote(t, &fa, &fb, "agent-old", "taken over by agent-new")
 	fa.Twin(t, fb, "assignee", "status", "content_hash", "is_blocked")
 
-	fc, fd := moveTwins(t, view, c, d, func() { w.As("reaper").OK("reclaim", "--older-than", "0s", "--id", c) },
+	fc, fd := claimtest.Moves(t, view, c, d, func() { w.As("reaper").OK("reclaim", "--older-than", "0s", "--id", c) },
 		func() { bdClaim("reap", "--agent", "reaper").Assert(t, icmd.Success) })
 	assert.DeepEqual(t, fc.Changed(), []string{"assignee", "row_lock", "started_at", "status", "updated_at"})
 	assert.DeepEqual(t, fc.LeaseChanged(), []string{"deleted"})

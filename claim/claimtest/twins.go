@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 )
@@ -220,4 +221,18 @@ func ReclaimNote(t testing.TB, bd, ours *Footprint, holder, next string) {
 	note := ours.Events[i].Comment
 	assert.Assert(t, strings.HasPrefix(note, "bd-claim expired: lease of "+holder+" (claim ") && strings.HasSuffix(note, "; "+next), note)
 	ours.Events[i].Comment = bd.Events[i].Comment
+}
+
+// Moves has bd move a (bdMove) and bd-claim move b (ours), each in a
+// later second than what came before (updated_at changes, the events and
+// commits tell apart), and returns their footprints.
+func Moves(t testing.TB, view View, a, b string, bdMove, ours func()) (Footprint, Footprint) {
+	t.Helper()
+	move := func(id string, fn func()) Footprint {
+		done := Watch(t, view, id)
+		time.Sleep(1100 * time.Millisecond)
+		fn()
+		return done()
+	}
+	return move(a, bdMove), move(b, ours)
 }
