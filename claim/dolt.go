@@ -394,7 +394,7 @@ func (t *doltTx) held() ([]claimEvent, error) {
 // finds nothing staged (the wisp tables are dolt_ignored), as bd's does.
 func (t *doltTx) take(c choice, req Request) (Result, error) {
 	res := c.result()
-	table := c.r.dolt.table
+	table := doltSnapshotOf(c.r).table
 	if c.held != nil {
 		// A re-claim writes nothing but the lease it asks for; its Dolt
 		// commit records the claim if the first run's commit was lost.
@@ -413,7 +413,7 @@ func (t *doltTx) take(c choice, req Request) (Result, error) {
 	lock := newRowLock()
 	set := doltdb.IssueClaimSetParams{
 		Assignee: text(req.Agent), Now: t.now, StartedAt: sql.NullTime{Time: t.now, Valid: true},
-		NewRowLock: lock, ID: c.r.ID, RowLock: c.r.dolt.rowLock,
+		NewRowLock: lock, ID: c.r.ID, RowLock: doltSnapshotOf(c.r).rowLock,
 	}
 	n, err := table.ClaimSet(t.ctx, t.conn, set)
 	if err == nil && n != 1 {
@@ -428,7 +428,7 @@ func (t *doltTx) take(c choice, req Request) (Result, error) {
 			return Result{}, err
 		}
 	}
-	old := c.r.dolt.eventJSON(req.ID == "" || t.style.updateLabels)
+	old := doltSnapshotOf(c.r).eventJSON(req.ID == "" || t.style.updateLabels)
 	if err := t.event(table, c.r.ID, "claimed", req.Agent, text(old), text(dolt.ClaimedNewValue(req.Agent)), sql.NullString{}); err != nil {
 		return Result{}, err
 	}
@@ -728,8 +728,11 @@ func (t *doltTx) read(id string) (*row, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &row{Issue: snap.issue, dolt: &snap}, nil
+	return &row{Issue: snap.issue, engine: &snap}, nil
 }
+
+// doltSnapshotOf is what the Dolt engine read of r (doltTx.read).
+func doltSnapshotOf(r *row) *doltSnapshot { return r.engine.(*doltSnapshot) }
 
 // doltRelease ends agent's claim of r as `bd unclaim` does: back to open
 // with an empty assignee (CAS on row_lock), the lease row deleted, an
@@ -739,7 +742,8 @@ func (t *doltTx) read(id string) (*row, error) {
 // A wisp is released in the wisps table, its event in wisp_events, as bd
 // unclaim routes it.
 func (t *doltTx) unclaim(r *row, req ReleaseRequest) error {
-	if req.Failed && !r.dolt.table.Leased() {
+	snap := doltSnapshotOf(r)
+	if req.Failed && !snap.table.Leased() {
 		return Errorf(EInvalid, "%s is a wisp (bd's wisps table): bd-claim keeps no failure history for wisps; release it without --failed", req.ID)
 	}
 	var comment sql.NullString
@@ -747,8 +751,8 @@ func (t *doltTx) unclaim(r *row, req ReleaseRequest) error {
 		comment = text(releaseComment(req))
 	}
 	lock := newRowLock()
-	set := doltdb.IssueUnclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock}
-	n, err := r.dolt.table.UnclaimSet(t.ctx, t.conn, set)
+	set := doltdb.IssueUnclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: snap.rowLock}
+	n, err := snap.table.UnclaimSet(t.ctx, t.conn, set)
 	if err == nil && n != 1 {
 		err = errChanged
 	}
@@ -757,7 +761,7 @@ func (t *doltTx) unclaim(r *row, req ReleaseRequest) error {
 	}
 	if err == nil {
 		newValue := `{"assignee":"","status":"open"}` // bd marshals map[string]string, keys sorted
-		err = t.event(r.dolt.table, r.ID, "unclaimed", req.Agent, text(r.dolt.eventJSON(true)), text(newValue), comment)
+		err = t.event(snap.table, r.ID, "unclaimed", req.Agent, text(snap.eventJSON(true)), text(newValue), comment)
 	}
 	t.commit, t.swept = t.style.unclaim(r.ID, req.Agent), true
 	t.landed = &landed{id: r.ID, rowLock: lock}
@@ -772,7 +776,7 @@ func (t *doltTx) unclaim(r *row, req ReleaseRequest) error {
 // the issue as it now is. Its Dolt commit is the caller's.
 func (t *doltTx) endClaim(r *row, actor, holder, note string) error {
 	lock := newRowLock()
-	n, err := t.dq.IssueReclaimSet(t.ctx, t.conn, doltdb.IssueReclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock})
+	n, err := t.dq.IssueReclaimSet(t.ctx, t.conn, doltdb.IssueReclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: doltSnapshotOf(r).rowLock})
 	if err == nil && n != 1 {
 		err = errChanged
 	}
@@ -831,7 +835,7 @@ func (t *doltTx) closeIssue(r *row, actor, reason string) error {
 	lock := newRowLock()
 	n, err := t.dq.IssueCloseSet(t.ctx, t.conn, doltdb.IssueCloseSetParams{
 		ClosedAt: sql.NullTime{Time: t.now, Valid: true}, Now: t.now, Reason: text(reason), Session: text(""),
-		NewRowLock: lock, ID: r.ID, RowLock: r.dolt.rowLock,
+		NewRowLock: lock, ID: r.ID, RowLock: doltSnapshotOf(r).rowLock,
 	})
 	if err == nil && n != 1 {
 		err = errChanged

@@ -97,6 +97,27 @@ func dsnServer(source, dsn string) (Workspace, error) {
 	return Workspace{DBPath: d.String(), Source: source, Dolt: &d}, nil
 }
 
+// isDolt says whether the .beads directory dir (its metadata.json meta)
+// is a Dolt workspace: its backend says so, or it holds a Dolt data
+// directory (server or proxied: dolt; embedded: embeddeddolt).
+func isDolt(dir string, meta metadata) bool {
+	return strings.EqualFold(meta.Backend, "dolt") || isDir(filepath.Join(dir, "dolt")) || isDir(filepath.Join(dir, "embeddeddolt"))
+}
+
+// doltLink is the link to the workspace's Dolt database, and the project
+// id it must hold; nil for a SQLite workspace.
+func (ws Workspace) doltLink(busy time.Duration) (doltLink, string) {
+	switch {
+	case ws.Dolt != nil:
+		return newServerLink(ws.Dolt, ws.BeadsDir, busy), ws.Dolt.ProjectID
+	case ws.Proxied != nil:
+		return newProxiedLink(ws.Proxied, ws.BeadsDir, busy), ws.Proxied.ProjectID
+	case ws.Embedded != nil:
+		return newEmbeddedLink(ws.Embedded, ws.BeadsDir, busy), ws.Embedded.ProjectID
+	}
+	return nil, ""
+}
+
 // doltWorkspace resolves the database of a Dolt workspace as bd v1.3.0
 // does (configfile.go, doltserver.DefaultConfig): in embedded mode (bd's
 // default), .beads/embeddeddolt; in server mode, the server from the

@@ -68,14 +68,9 @@ func Open(ctx context.Context, ws Workspace, o Options) (*Store, error) {
 	}
 	s := &Store{Workspace: ws, now: o.Now, policy: *o.Policy}
 	var err error
-	switch {
-	case ws.Dolt != nil:
-		err = openDolt(ctx, s, newServerLink(ws.Dolt, ws.BeadsDir, o.BusyTimeout), ws.Dolt.ProjectID)
-	case ws.Proxied != nil:
-		err = openDolt(ctx, s, newProxiedLink(ws.Proxied, ws.BeadsDir, o.BusyTimeout), ws.Proxied.ProjectID)
-	case ws.Embedded != nil:
-		err = openDolt(ctx, s, newEmbeddedLink(ws.Embedded, ws.BeadsDir, o.BusyTimeout), ws.Embedded.ProjectID)
-	default:
+	if link, project := ws.doltLink(o.BusyTimeout); link != nil {
+		err = openDolt(ctx, s, link, project)
+	} else {
 		err = openSQLite(ctx, s, o)
 	}
 	if err != nil {
@@ -250,7 +245,9 @@ type Issue struct {
 type row struct {
 	Issue
 	cols map[string]sql.NullString
-	dolt *doltSnapshot // a Dolt workspace's issue: its row_lock and bd's JSON of it
+	// engine is what the engine that read the row keeps of it for its
+	// writes (the Dolt engine: the row_lock and bd's JSON, doltSnapshotOf).
+	engine any
 }
 
 func (r *row) text(col string) string { return r.cols[col].String }

@@ -112,7 +112,7 @@ func inBeadsDir(source, dir string, getenv func(string) string) (Workspace, erro
 	if err != nil {
 		return ws, err
 	}
-	if strings.EqualFold(meta.Backend, "dolt") || isDir(filepath.Join(dir, "dolt")) || isDir(filepath.Join(dir, "embeddeddolt")) {
+	if isDolt(dir, meta) {
 		return doltWorkspace(ws, meta, getenv)
 	}
 	name := meta.Database
