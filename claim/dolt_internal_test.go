@@ -488,3 +488,42 @@ func TestDoltCandidatePage(t *testing.T) {
 
 // doltOf is the engine of a Store on a Dolt workspace.
 func doltOf(s *Store) *doltEngine { return s.eng.(*doltEngine) }
+
+// A Dolt claim in the priority order starts at the most urgent priority of
+// an open issue, and looks at every issue when none of that priority is
+// ready, or when what it found first is a less urgent expired lease; an
+// expired lease more urgent than every open issue is taken over first.
+func TestDoltStartsAtTheTopPriority(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "tp")
+	conn := w.DB(t)
+	ctx := context.Background()
+	id := func(name string) string { return w.Prefix + "-" + name }
+	insert := func(name string, priority int, status, assignee string, blocked int) {
+		t.Helper()
+		_, err := conn.Exec("INSERT INTO issues (id, title, description, design, acceptance_criteria, notes, priority, issue_type, row_lock, status, assignee, is_blocked) VALUES (?, 't', '', '', '', '', ?, 'task', 1, ?, ?, ?)",
+			id(name), priority, status, assignee, blocked)
+		assert.NilError(t, err)
+	}
+	var offset time.Duration
+	s := openDoltAt(t, w, 0, Options{Now: func() time.Time { return time.Now().Add(offset) }})
+	head := func(want string) {
+		t.Helper()
+		dry := must[Result](t)(s.Claim(ctx, Request{Agent: "a", DryRun: true}))
+		assert.Assert(t, dry.Issue != nil)
+		assert.Equal(t, dry.Issue.ID, id(want))
+	}
+	insert("blocked0", 0, "open", "", 1)
+	insert("ready1", 1, "open", "", 0)
+	insert("ready2", 2, "open", "", 0)
+	head("ready1") // top is 0, where nothing is ready
+	held := must[Result](t)(s.Claim(ctx, Request{Agent: "x", ID: id("ready2"), Lease: time.Minute}))
+	offset = 2 * time.Minute
+	assert.Assert(t, held.Lease != nil)
+	head("ready1") // the expired lease found at top is less urgent than ready1
+	_, err := conn.Exec("UPDATE issues SET is_blocked = 0 WHERE id = ?", id("blocked0"))
+	assert.NilError(t, err)
+	head("blocked0")
+	_, err = conn.Exec("UPDATE issues SET priority = 3 WHERE id <> ?", id("ready2"))
+	assert.NilError(t, err)
+	head("ready2") // the expired lease, more urgent than every open issue
+}

@@ -130,28 +130,21 @@ type Refusal struct{ msg string }
 
 func (r *Refusal) Error() string { return r.msg }
 
-// Check reads the database's schema version and project id, in this
-// order, and refuses (*Refusal) a database that is not what want names;
-// any other error is the server's.
+// Check reads the database's schema version and project id (one
+// statement), and refuses (*Refusal) a database that is not what want
+// names, the schema version first; any other error is the server's.
 func Check(ctx context.Context, conn doltdb.DBTX, want Expect) error {
-	q := doltdb.New()
-	v, err := q.SchemaMigrationsMax(ctx, conn)
-	var id string
-	if err == nil {
-		if id, err = q.MetadataProjectID(ctx, conn); errors.Is(err, sql.ErrNoRows) {
-			id, err = "", nil // no project id recorded
-		}
-	}
+	got, err := doltdb.New().DatabaseIdentity(ctx, conn)
 	switch {
 	case Number(err) == NumNoSuchTable:
 		return &Refusal{fmt.Sprintf("%s is not a Beads database (%v): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE", want.Server, err)}
 	case err != nil:
 		return err
-	case v != want.Schema:
-		return &Refusal{fmt.Sprintf("the Beads database %s is at schema version %d; bd-claim supports version %d (bd v1.3.x): upgrade with `bd migrate schema` or use a matching bd-claim", want.Server, v, want.Schema)}
-	case want.ProjectID != "" && id != want.ProjectID:
+	case got.Version != want.Schema:
+		return &Refusal{fmt.Sprintf("the Beads database %s is at schema version %d; bd-claim supports version %d (bd v1.3.x): upgrade with `bd migrate schema` or use a matching bd-claim", want.Server, got.Version, want.Schema)}
+	case want.ProjectID != "" && got.ProjectID != want.ProjectID:
 		return &Refusal{fmt.Sprintf("project identity mismatch: %s holds project %q, but %s/metadata.json names %q; the workspace points at another project's database (check BEADS_DOLT_SERVER_DATABASE and dolt_database)",
-			want.Server, id, want.MetadataDir, want.ProjectID)}
+			want.Server, got.ProjectID, want.MetadataDir, want.ProjectID)}
 	}
 	return nil
 }

@@ -59,12 +59,24 @@ func openEmbedded(ctx context.Context, dir, database string, wait time.Duration)
 		connector.Close()
 		return nil, nil, err
 	}
+	_, _ = conn.ExecContext(ctx, foreignKeyChecksOff) // were it refused, the checks stay on: slower, as correct
 	return conn, func() {
 		conn.Close()
 		pool.Close()
 		connector.Close() // the engine's shutdown reports context.Canceled even when clean
 	}, nil
 }
+
+// foreignKeyChecksOff configures the session as the SQLite engine's DSN
+// does its connections (sqlc holds no SET): no foreign key checks. The
+// engine is this process's alone while it is open, and bd-claim's writes
+// never change an issue's id, and add or delete only rows that refer to
+// the issue or wisp their transaction read (events, labels, leases), so
+// no check can fail; without them
+// the engine plans an UPDATE of issues without an editor for each of the
+// ten tables that reference it (the UPDATE took 14 ms of CPU instead of
+// 2.4 as a session's first write; BENCHMARKS.md).
+const foreignKeyChecksOff = "SET foreign_key_checks = 0"
 
 // Locked reports whether err is an open of the embedded engine that found
 // its database locked by another process until the wait passed.

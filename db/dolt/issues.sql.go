@@ -330,27 +330,6 @@ func (q *Queries) IssueCloseSet(ctx context.Context, db DBTX, arg IssueCloseSetP
 	return result.RowsAffected()
 }
 
-const issueDeferredAny = `-- name: IssueDeferredAny :one
-SELECT CAST(count(*) AS SIGNED) AS deferred
-FROM (SELECT i.id FROM issues i WHERE i.defer_until > ?
-      UNION ALL SELECT w.id FROM wisps w WHERE w.defer_until > ?) d
-`
-
-type IssueDeferredAnyParams struct {
-	Now sql.NullTime
-}
-
-// IssueDeferredAny counts the issues and wisps deferred beyond now
-// (idx_issues_defer_until). When none is, no issue has a deferred parent,
-// and a claim leaves that rule, which the server takes long to plan, out
-// of its query.
-func (q *Queries) IssueDeferredAny(ctx context.Context, db DBTX, arg IssueDeferredAnyParams) (int64, error) {
-	row := db.QueryRowContext(ctx, issueDeferredAny, arg.Now, arg.Now)
-	var deferred int64
-	err := row.Scan(&deferred)
-	return deferred, err
-}
-
 const issueHeldCount = `-- name: IssueHeldCount :one
 SELECT CAST((SELECT count(*) FROM issues i WHERE i.assignee = ? AND i.status = 'in_progress')
   + (SELECT count(*) FROM wisps w WHERE w.assignee = ? AND w.status = 'in_progress') AS SIGNED) AS held
@@ -399,6 +378,40 @@ func (q *Queries) IssueInProgressClaims(ctx context.Context, db DBTX) (string, e
 	var claims string
 	err := row.Scan(&claims)
 	return claims, err
+}
+
+const issueReadyBounds = `-- name: IssueReadyBounds :one
+SELECT CAST((SELECT count(*) FROM (SELECT i.id FROM issues i WHERE i.defer_until > ?
+        UNION ALL SELECT w.id FROM wisps w WHERE w.defer_until > ?) d) AS SIGNED) AS deferred,
+       CAST(COALESCE((SELECT i.priority FROM issues i WHERE CONCAT(i.status) = 'open' ORDER BY i.priority LIMIT 1), -1) AS SIGNED) AS top_issue,
+       CAST(COALESCE((SELECT w.priority FROM wisps w WHERE CONCAT(w.status) = 'open' ORDER BY w.priority LIMIT 1), -1) AS SIGNED) AS top_wisp
+`
+
+type IssueReadyBoundsParams struct {
+	Now sql.NullTime
+}
+
+type IssueReadyBoundsRow struct {
+	Deferred int64
+	TopIssue int64
+	TopWisp  int64
+}
+
+// IssueReadyBounds is what narrows a claim's query, in one statement. deferred
+// counts the issues and wisps deferred beyond now (idx_issues_defer_until):
+// when none is, no issue has a deferred parent, and a claim leaves that
+// rule, which the server takes long to plan, out of its query. top_issue
+// and top_wisp are the most urgent priority of an open issue, and of an
+// open wisp (-1 for none): no ready open issue comes before them in the
+// priority order. Each walks the table's priority index in order and stops
+// at the first open row; the status is compared through CONCAT so that the
+// server does not trade that walk for the status index, which would read
+// every open row (at 10k open issues, 15 ms against 1).
+func (q *Queries) IssueReadyBounds(ctx context.Context, db DBTX, arg IssueReadyBoundsParams) (IssueReadyBoundsRow, error) {
+	row := db.QueryRowContext(ctx, issueReadyBounds, arg.Now, arg.Now)
+	var i IssueReadyBoundsRow
+	err := row.Scan(&i.Deferred, &i.TopIssue, &i.TopWisp)
+	return i, err
 }
 
 const issueReclaimSet = `-- name: IssueReclaimSet :execrows

@@ -27,28 +27,23 @@ func (q *Queries) CoordinationTouch(ctx context.Context, db DBTX, arg Coordinati
 	return err
 }
 
-const metadataProjectID = `-- name: MetadataProjectID :one
-SELECT ` + "`" + `value` + "`" + ` FROM metadata WHERE ` + "`" + `key` + "`" + ` = '_project_id'
+const databaseIdentity = `-- name: DatabaseIdentity :one
+SELECT CAST(COALESCE((SELECT MAX(version) FROM schema_migrations), 0) AS SIGNED) AS version,
+       CONCAT(COALESCE((SELECT ` + "`" + `value` + "`" + ` FROM metadata WHERE ` + "`" + `key` + "`" + ` = '_project_id'), '')) AS project_id
 `
 
-// MetadataProjectID is the database's project id, which bd compares with
-// metadata.json's project_id before it touches anything.
-func (q *Queries) MetadataProjectID(ctx context.Context, db DBTX) (string, error) {
-	row := db.QueryRowContext(ctx, metadataProjectID)
-	var value string
-	err := row.Scan(&value)
-	return value, err
+type DatabaseIdentityRow struct {
+	Version   int64
+	ProjectID string
 }
 
-const schemaMigrationsMax = `-- name: SchemaMigrationsMax :one
-SELECT CAST(COALESCE(MAX(version), 0) AS SIGNED) AS version FROM schema_migrations
-`
-
-// SchemaMigrationsMax is the newest main-series migration applied (66 for
-// bd v1.3.0).
-func (q *Queries) SchemaMigrationsMax(ctx context.Context, db DBTX) (int64, error) {
-	row := db.QueryRowContext(ctx, schemaMigrationsMax)
-	var version int64
-	err := row.Scan(&version)
-	return version, err
+// DatabaseIdentity is what bd compares before it touches anything, in one
+// statement: the newest main-series migration applied (66 for bd v1.3.0),
+// and the database's project id, which must be the one metadata.json
+// names (empty when none is recorded; CONCAT: sqlc then types it as text).
+func (q *Queries) DatabaseIdentity(ctx context.Context, db DBTX) (DatabaseIdentityRow, error) {
+	row := db.QueryRowContext(ctx, databaseIdentity)
+	var i DatabaseIdentityRow
+	err := row.Scan(&i.Version, &i.ProjectID)
+	return i, err
 }

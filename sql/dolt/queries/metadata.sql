@@ -1,12 +1,10 @@
--- name: MetadataProjectID :one
--- MetadataProjectID is the database's project id, which bd compares with
--- metadata.json's project_id before it touches anything.
-SELECT `value` FROM metadata WHERE `key` = '_project_id';
-
--- name: SchemaMigrationsMax :one
--- SchemaMigrationsMax is the newest main-series migration applied (66 for
--- bd v1.3.0).
-SELECT CAST(COALESCE(MAX(version), 0) AS SIGNED) AS version FROM schema_migrations;
+-- name: DatabaseIdentity :one
+-- DatabaseIdentity is what bd compares before it touches anything, in one
+-- statement: the newest main-series migration applied (66 for bd v1.3.0),
+-- and the database's project id, which must be the one metadata.json
+-- names (empty when none is recorded; CONCAT: sqlc then types it as text).
+SELECT CAST(COALESCE((SELECT MAX(version) FROM schema_migrations), 0) AS SIGNED) AS version,
+       CONCAT(COALESCE((SELECT `value` FROM metadata WHERE `key` = '_project_id'), '')) AS project_id;
 
 -- name: CoordinationTouch :exec
 -- CoordinationTouch rewrites a dependency coordination cell of bd v1.3.0
