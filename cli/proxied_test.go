@@ -207,16 +207,23 @@ func TestProxiedTwins(t *testing.T) {
 
 // Proxied server: 16 bd-claim processes and 8 `bd ready --claim`
 // processes drain one workspace of 40 issues (drainRace): every issue is
-// claimed once, by the agent bd shows as its assignee. bd's own processes
-// still fail more often beside bd-claim than alone under a loaded test run
-// (3-4 of 8, against 0 of 8 alone; 0 of 8 at moderate load): the known
-// issue in docs/dolt.md, logged here and not asserted.
+// claimed once, by the agent bd shows as its assignee. bd's processes are
+// no more likely to fail beside bd-claim than in a swarm of bd alone of
+// the same size, 24 `bd ready --claim` processes on 40 issues, measured
+// in the same run: on a loaded machine every bd process gives up after
+// 15 s of lost rounds (Error 1213), as often with bd-claim as without.
 func TestProxiedRaceWithBd(t *testing.T) {
+	alone := claimtest.ProxiedWorkspace(t, "solo")
+	doltIssues(t, alone.DB(t), "solo", 40)
+	_, failedAlone := drainRace(t, &alone.BdRunner, func(agent string) *claimtest.BdRunner { return &alone.As(agent).BdRunner }, 24, 0)
+
 	w := claimtest.ProxiedWorkspace(t, "mix")
 	doltIssues(t, w.DB(t), "mix", 40)
 	claims, failed := drainRace(t, &w.BdRunner, func(agent string) *claimtest.BdRunner { return &w.As(agent).BdRunner }, 8, 16)
 	assert.Equal(t, len(claims), 40)
-	t.Logf("bd ready --claim processes that failed beside 16 bd-claim processes: %d of 8", failed)
+	t.Logf("bd ready --claim processes that failed: %d of 24 alone, %d of 8 beside 16 bd-claim processes", failedAlone, failed)
+	assert.Assert(t, float64(failed)/8 <= float64(failedAlone)/24,
+		"bd failed in %d of 8 cases beside bd-claim, %d of 24 alone", failed, failedAlone)
 }
 
 // kill -9 of claim processes at random moments leaves no half claim
