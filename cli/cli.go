@@ -514,7 +514,7 @@ func (o output) claimed(req claim.Request, res claim.Result, explain *claim.Expl
 	}
 	if iss := res.Issue; iss == nil {
 		fmt.Fprintf(o.w, "no ready issue for %s matches these filters", req.Agent)
-		if res.Reason != "" {
+		if res.Reason != claim.NoReadyIssue {
 			fmt.Fprintf(o.w, ": %s", res.Reason)
 		}
 		fmt.Fprintln(o.w)
