@@ -94,10 +94,11 @@ for (const lease of ["1s", "2s", "3s"]) {
 // A wait longer than the request timeout succeeds when the client resets
 // its timeout on progress; it fails without.
 const progress = [];
-r = await call(a, "claim", { labels: ["no-such-label"], wait: "12s" }, { timeout: 6000, resetTimeoutOnProgress: true, onprogress: (p) => progress.push(p) });
-assert.equal(r.out.reason, "nothing became claimable within 12s");
-assert.deepEqual(progress.map((p) => p.progress), [0, 5, 10]);
-await assert.rejects(call(a, "claim", { labels: ["no-such-label"], wait: "12s" }, { timeout: 6000, onprogress: () => {} }), { code: -32001 });
+// (Progress comes every 5s: 3s to spare under the 8s timeout.)
+r = await call(a, "claim", { labels: ["no-such-label"], wait: "14s" }, { timeout: 8000, resetTimeoutOnProgress: true, onprogress: (p) => progress.push(p) });
+assert.equal(r.out.reason, "nothing became claimable within 14s");
+assert.deepEqual(progress.map((p) => [p.progress, p.total]), [[0, 14], [5, 14], [10, 14]]);
+await assert.rejects(call(a, "claim", { labels: ["no-such-label"], wait: "14s" }, { timeout: 8000, onprogress: () => {} }), { code: -32001 });
 
 // A cancelled wait ends; the server serves on.
 const abort = new AbortController();
