@@ -8,7 +8,8 @@ import (
 )
 
 // Result is the outcome of a claim. Issue is nil when nothing was
-// claimable; Reason then says why when it is more than "no ready issue".
+// claimable; Reason then says why (NoReadyIssue when no issue passes the
+// filters and rules).
 type Result struct {
 	Issue    *Issue
 	ClaimID  int64   // the claim's fencing token: the id of its claim event (0 on a dry run)
@@ -71,6 +72,11 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 	return res, nil
 }
 
+// NoReadyIssue is the reason of a claim-next that finds no issue passing
+// its filters and the workspace's rules (a dry run with explain counts what
+// each rule excludes).
+const NoReadyIssue = "no ready issue matches these filters"
+
 // choice is what a claim would take, found by choose: the issue, and
 // whether the agent holds it already or it is taken over from an expired
 // lease; or, with no issue, why not.
@@ -131,7 +137,9 @@ func (t *txn) choose(req Request, head []string) (choice, error) {
 	var id string
 	var ok bool
 	if req.ID == "" {
-		id, ok, err = t.x.next(spec, req, head)
+		if id, ok, err = t.x.next(spec, req, head); err == nil && !ok {
+			return choice{reason: NoReadyIssue}, nil
+		}
 	} else if ok, err = found(t.queryRow(spec.byID(req.ID)).Scan(&id)); err == nil && !ok {
 		return choice{}, t.refuse(spec, req, c)
 	}

@@ -60,7 +60,7 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 		add("priority", fmt.Sprintf("its priority is below P%d", *f.MinPriority), sq.Expr("i.priority <= ?", *f.MinPriority))
 	}
 	if len(f.Types) > 0 {
-		add("type", "its type is not in --type", sq.Eq{"i.issue_type": f.Types})
+		add("type", "its type is not in --type", sq.Eq{"LOWER(i.issue_type)": f.Types}) // Validate lowered f.Types
 	}
 	if f.Parent != "" {
 		add("parent", fmt.Sprintf("it is not a descendant of %s", f.Parent), fl.under(f.Parent))

@@ -35,6 +35,9 @@ func (req *Request) Validate() error {
 	if err := req.Filters.Validate(); err != nil {
 		return err
 	}
+	if err := checkLength("the issue id", req.ID); err != nil {
+		return err
+	}
 	if err := checkClaimID(req.ClaimID); err != nil {
 		return err
 	}
@@ -148,7 +151,7 @@ func validateIssueID(id string) error {
 	if strings.TrimSpace(id) == "" {
 		return Errorf(EInvalid, "no issue id: --id ISSUE is required")
 	}
-	return nil
+	return checkLength("the issue id", id)
 }
 
 func validateReason(reason string) error {

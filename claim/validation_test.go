@@ -27,7 +27,12 @@ func TestFiltersValidateCases(t *testing.T) {
 		{"P0", claim.Filters{MinPriority: p(0)}, ""},
 		{"P4", claim.Filters{MinPriority: p(4)}, ""},
 		{"label with inner space", claim.Filters{IncludeLabels: []string{"a b"}, ExcludeLabels: []string{"x"}, Types: []string{"bug"}}, ""},
-		{"sort is case-sensitive", claim.Filters{Sort: "Priority"}, `unknown sort "Priority"`},
+		{"sort in any case", claim.Filters{Sort: " Oldest"}, ""},
+		{"unknown sort", claim.Filters{Sort: "Random"}, `unknown sort "random"`},
+		{"long label", claim.Filters{IncludeLabels: []string{strings.Repeat("é", claim.MaxValueLen+1)}}, "a value of --label, --exclude-label or --type is 256 characters long; the limit is 255"},
+		{"long type", claim.Filters{Types: []string{strings.Repeat("t", claim.MaxValueLen+1)}}, "is 256 characters long"},
+		{"label at the limit", claim.Filters{ExcludeLabels: []string{strings.Repeat("é", claim.MaxValueLen)}}, ""},
+		{"long parent", claim.Filters{Parent: strings.Repeat("p", claim.MaxValueLen+1)}, "the parent is 256 characters long; the limit is 255"},
 		{"empty exclude-label", claim.Filters{ExcludeLabels: []string{"ok", ""}}, "empty value"},
 		{"blank type", claim.Filters{Types: []string{"\t"}}, "empty value"},
 		{"priority -1", claim.Filters{MinPriority: p(-1)}, "min priority -1 is outside 0-4"},
@@ -43,6 +48,18 @@ func TestFiltersValidateCases(t *testing.T) {
 			assert.ErrorContains(t, err, tc.msg)
 		})
 	}
+}
+
+// Validate reads the enumerated values in any case: the sort and the types
+// lower-cased (the caller's list left as given).
+func TestFiltersValidateNormalises(t *testing.T) {
+	t.Parallel()
+	types := []string{"Bug", " TASK "}
+	f := claim.Filters{Sort: "Hybrid", Types: types}
+	assert.NilError(t, f.Validate())
+	assert.Equal(t, f.Sort, claim.SortHybrid)
+	assert.DeepEqual(t, f.Types, []string{"bug", "task"})
+	assert.DeepEqual(t, types, []string{"Bug", " TASK "})
 }
 
 // Settings.Set takes each setting's value as a flag gives it: the bounds
@@ -164,6 +181,14 @@ func TestStoreBadRequestMessages(t *testing.T) {
 			_, err := s.Explain(ctx, claim.Request{Agent: "x", Filters: claim.Filters{Types: []string{" "}}})
 			return err
 		}, "empty value"},
+		{"claim id too long", func() error {
+			_, err := s.Claim(ctx, claim.Request{Agent: "x", ID: strings.Repeat("i", 1<<20)})
+			return err
+		}, "the issue id is 1048576 characters long; the limit is 255"},
+		{"close id too long", func() error {
+			_, err := s.CloseIssue(ctx, claim.CloseRequest{Agent: "x", ID: strings.Repeat("i", 256)})
+			return err
+		}, "the issue id is 256 characters long"},
 		{"release without id", func() error { _, err := s.Release(ctx, claim.ReleaseRequest{Agent: "x", ID: " "}); return err },
 			"no issue id"},
 		{"reason too long", func() error {
@@ -193,4 +218,30 @@ func TestStoreBadRequestMessages(t *testing.T) {
 		assert.ErrorContains(t, err, tc.msg, tc.name)
 	}
 	assert.DeepEqual(t, claimtest.Diff(before, claimtest.Snapshot(t, claimtest.DBPath(root))), map[string][2][]string{})
+}
+
+// Types match an issue's type in any case, on the database; an unknown
+// type matches nothing, and a claim-next that finds nothing says why.
+func TestClaimTypesAnyCase(t *testing.T) {
+	t.Parallel()
+	root := fixture(t, "0.49.6")
+	s := openStore(t, root, claim.Options{})
+	ctx := context.Background()
+	var first claimtest.Listed // bd ready's first claimable issue of its type
+	for _, r := range claimtest.BdReady(t, "0.49.6", "priority") {
+		if r.Status == "open" && r.Assignee == "" {
+			first = r
+			break
+		}
+	}
+	res, err := s.Claim(ctx, claim.Request{Agent: "x", DryRun: true, Filters: claim.Filters{Types: []string{strings.ToUpper(first.IssueType)}}})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue != nil)
+	assert.Equal(t, res.Issue.ID, first.ID)
+	for _, dry := range []bool{true, false} {
+		res, err = s.Claim(ctx, claim.Request{Agent: "x", DryRun: dry, Filters: claim.Filters{Types: []string{"nonsense"}}})
+		assert.NilError(t, err)
+		assert.Assert(t, res.Issue == nil)
+		assert.Equal(t, res.Reason, claim.NoReadyIssue)
+	}
 }

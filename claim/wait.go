@@ -65,9 +65,10 @@ func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 	}
 }
 
-// suffix is reason in parentheses after a space, or "" for none.
+// suffix is reason in parentheses after a space, or "" for none or for
+// NoReadyIssue, which the wait's own reason says already.
 func suffix(reason string) string {
-	if reason == "" {
+	if reason == NoReadyIssue {
 		return ""
 	}
 	return " (" + reason + ")"

@@ -69,11 +69,12 @@ func TestDirectoryLabelsAsBdReady(t *testing.T) {
 			assert.Check(t, is.Equal(bdc(t, sub, 0, "--agent", "a", "--dry-run", "--label", "api").Issue.ID, api))
 			assert.Check(t, is.Equal(bdc(t, sub, 0, "--agent", "a", "--dry-run", "--id", api).Issue.ID, api))
 			assert.Check(t, is.Equal(bdc(t, bd.Dir, 0, "--agent", "a", "--dry-run").Issue.ID, bd.ready()[0].ID))
-			// The MCP server's claims are scoped by the server's directory.
-			for i, s := range []*server{serve(t, sub, "m", "--quiet"), serve(t, bd.Dir, "m", "--quiet", "--workspace", sub)} {
+			// The MCP server's claims are scoped by the server's directory
+			// (live servers of one workspace have names of their own).
+			for i, s := range []*server{serve(t, sub, "m1", "--quiet"), serve(t, bd.Dir, "m2", "--quiet", "--workspace", sub)} {
 				assert.Check(t, is.Equal(s.callOK(t, "claim", map[string]any{"dry_run": true}).Issue.ID, mav), "server %d", i)
 			}
-			assert.Check(t, is.Equal(serve(t, bd.Dir, "m", "--quiet").callOK(t, "claim", map[string]any{"dry_run": true}).Issue.ID, bd.ready()[0].ID))
+			assert.Check(t, is.Equal(serve(t, bd.Dir, "m3", "--quiet").callOK(t, "claim", map[string]any{"dry_run": true}).Issue.ID, bd.ready()[0].ID))
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
@@ -93,6 +94,10 @@ type command struct {
 	check              func(o *options) error
 	do                 func(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int
 	actorDefault       bool // the agent may be omitted: the actor is then "bd-claim"
+	protocolOnly       bool // stdout is a protocol's: no --json, --human, --pretty
+	// unstarted, when set, handles an error before do could run (a bad
+	// flag, no workspace) instead of printing its envelope.
+	unstarted func(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger, err error) int
 }
 
 var commands = map[string]*command{}
@@ -114,6 +119,7 @@ type options struct {
 	logLevel, traceID   string
 	wait, lease         string
 	explain, failed     bool
+	unique              bool
 	reason              string
 	settings            map[string]*string // name → flag value, for the settings flags
 	overrides           claim.Overrides    // the settings flags given, parsed
@@ -126,6 +132,7 @@ type options struct {
 	dirLabel            string // the label bd ready scopes a listing to in the command's directory (dirLabel)
 	ws                  claim.Workspace
 	start               time.Time
+	getenv              func(string) string
 }
 
 // elapsed is the duration_ms attribute of a command's last log line.
@@ -143,11 +150,17 @@ func newFlags(c *command, o *options) *pflag.FlagSet {
 	fs.StringVar(&o.workspace, "workspace", "", "start the search for .beads/ here (default: working directory)")
 	fs.StringVar(&o.db, "db", "", "database file (default: discovered as bd does)")
 	fs.StringVar(&o.dsn, "dsn", "", "Dolt server database as user:password@tcp(host:port)/database (default $BD_CLAIM_DSN, else as bd finds it)")
-	fs.BoolVar(&o.json, "json", false, "JSON on stdout (the default)")
-	fs.BoolVar(&o.human, "human", false, "readable text instead of JSON")
-	fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON")
+	if !c.protocolOnly {
+		fs.BoolVar(&o.json, "json", false, "JSON on stdout (the default)")
+		fs.BoolVar(&o.human, "human", false, "readable text instead of JSON")
+		fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON")
+	}
 	fs.IntVar(&o.timeoutMS, "timeout-ms", 5000, "wait this long for another writer's lock before retrying (0: do not wait)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level on stderr: debug|info|warn|error (with --human: warn unless given)")
+	levelHelp := "log level on stderr: debug|info|warn|error (with --human: warn unless given)"
+	if c.protocolOnly {
+		levelHelp, _, _ = strings.Cut(levelHelp, " (")
+	}
+	fs.StringVar(&o.logLevel, "log-level", "info", levelHelp)
 	fs.BoolVar(&o.quiet, "quiet", false, "no logs on stderr")
 	fs.StringVar(&o.traceID, "trace-id", "", "trace id for the logs (default $TRACE_ID or $OTEL_TRACE_ID)")
 	fs.BoolVarP(&o.help, "help", "h", false, "show this help")
@@ -317,10 +330,15 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	if err == nil {
 		err = o.validate(c)
 	}
+	log := newLogger(stderr, *o, getenv)
+	if err != nil && c.unstarted != nil {
+		log.Error(c.event+"_error", "agent", o.req.Agent, errAttr(err), o.elapsed())
+		return c.unstarted(ctx, o, stdout, log, err)
+	}
 	if err != nil {
 		return out.fail(ExitInvalid, err)
 	}
-	log := newLogger(stderr, *o, getenv)
+	o.getenv = getenv
 	o.ws, err = claim.FindWorkspace(claim.Locate{DB: o.db, DSN: o.dsn, Start: o.workspace, Getenv: getenv})
 	log.Debug("workspace_discovery", "cwd", o.workspace, "workspace_root", o.ws.Root, "db_path", o.ws.DBPath, "source", o.ws.Source)
 	if err == nil {
@@ -337,6 +355,9 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	}
 	if err != nil {
 		log.Error(c.event+"_error", "agent", o.req.Agent, errAttr(err), o.elapsed())
+		if c.unstarted != nil {
+			return c.unstarted(ctx, o, stdout, log, err)
+		}
 		return out.fail(exitCode(err), err)
 	}
 	// Closing matters even though the process exits next: the last
@@ -366,6 +387,9 @@ func (o *options) validate(c *command) error {
 	if fs.NArg() > 0 {
 		return claim.Errorf(claim.EInvalid, "unexpected argument %q (see bd-claim --help)", fs.Arg(0))
 	}
+	if err := checkLengths(fs); err != nil {
+		return err
+	}
 	if o.json && o.human {
 		return claim.Errorf(claim.EInvalid, "--json and --human exclude each other")
 	}
@@ -385,6 +409,32 @@ func (o *options) validate(c *command) error {
 		}
 	}
 	return c.check(o)
+}
+
+// uncapped are the flags whose values may be longer than
+// claim.MaxValueLen: paths, the DSN, and the reason (capped at
+// claim.MaxReasonLen by the library).
+var uncapped = map[string]bool{"workspace": true, "db": true, "dsn": true, "reason": true}
+
+// checkLengths refuses a flag's value longer than claim.MaxValueLen, as
+// bd's columns would, before any is echoed in an error.
+func checkLengths(fs *pflag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		if err != nil || uncapped[f.Name] {
+			return
+		}
+		values := []string{f.Value.String()}
+		if list, ok := f.Value.(pflag.SliceValue); ok {
+			values = list.GetSlice()
+		}
+		for _, v := range values {
+			if n := utf8.RuneCountInString(v); n > claim.MaxValueLen {
+				err = claim.Errorf(claim.EInvalid, "--%s is %d characters long; the limit is %d", f.Name, n, claim.MaxValueLen)
+			}
+		}
+	})
+	return err
 }
 
 var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
@@ -514,7 +564,7 @@ func (o output) claimed(req claim.Request, res claim.Result, explain *claim.Expl
 	}
 	if iss := res.Issue; iss == nil {
 		fmt.Fprintf(o.w, "no ready issue for %s matches these filters", req.Agent)
-		if res.Reason != "" {
+		if res.Reason != claim.NoReadyIssue {
 			fmt.Fprintf(o.w, ": %s", res.Reason)
 		}
 		fmt.Fprintln(o.w)

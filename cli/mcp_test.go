@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -27,8 +28,9 @@ import (
 // server is a running `bd-claim mcp` driven by the SDK's client.
 type server struct {
 	*mcp.ClientSession
-	cmd    *exec.Cmd
-	stderr *syncBuffer
+	cmd     *exec.Cmd
+	stderr  *syncBuffer
+	outputs map[string]*jsonschema.Resolved // each tool's output schema, once listed
 }
 
 type syncBuffer struct {
@@ -69,7 +71,7 @@ func serveOver(t *testing.T, transport func(*exec.Cmd) mcp.Transport, dir, agent
 	session, err := client.Connect(context.Background(), transport(cmd), nil)
 	assert.NilError(t, err)
 	t.Cleanup(func() { _ = session.Close() })
-	return &server{session, cmd, stderr}
+	return &server{ClientSession: session, cmd: cmd, stderr: stderr}
 }
 
 // call calls a tool and returns its structured content as text, and
@@ -83,7 +85,28 @@ func (s *server) call(t *testing.T, tool string, args any) (string, bool) {
 	var fromText any
 	assert.NilError(t, json.Unmarshal([]byte(text), &fromText))
 	assert.DeepEqual(t, res.StructuredContent, fromText) // the text content is the envelope too
+	s.conforms(t, tool, fromText)
 	return text, res.IsError
+}
+
+// conforms checks a tool's result against the output schema the server
+// lists for the tool.
+func (s *server) conforms(t *testing.T, tool string, result any) {
+	t.Helper()
+	if s.outputs == nil {
+		s.outputs = map[string]*jsonschema.Resolved{}
+		res, err := s.ListTools(context.Background(), nil)
+		assert.NilError(t, err)
+		for _, tl := range res.Tools {
+			b, err := json.Marshal(tl.OutputSchema)
+			assert.NilError(t, err)
+			var sc jsonschema.Schema
+			assert.NilError(t, json.Unmarshal(b, &sc))
+			s.outputs[tl.Name], err = sc.Resolve(nil)
+			assert.NilError(t, err, tl.Name)
+		}
+	}
+	assert.NilError(t, s.outputs[tool].Validate(result), "%s: the result does not conform to its output schema: %v", tool, result)
 }
 
 // callOK calls a tool that must succeed and decodes its envelope.
@@ -109,19 +132,23 @@ func TestMCPTools(t *testing.T) {
 		AdditionalProperties *bool                        `json:"additionalProperties"`
 		Defs                 map[string]map[string]string `json:"$defs"`
 	}
+	type hints struct{ readOnly, destructive, idempotent bool }
 	want := map[string]struct {
 		args     map[string]string // argument → JSON type
 		required []string
+		hints    hints
+		result   []string // properties of its output schema, beyond status, agent, issue and error
 	}{
 		"claim": {map[string]string{"id": "string", "claim_id": "integer", "labels": "array", "exclude_labels": "array",
-			"min_priority": "string", "types": "array", "parent": "string", "sort": "string", "only_unassigned": "boolean",
-			"dry_run": "boolean", "explain": "boolean", "lease": "string", "max_held": "integer", "wait": "string"}, nil},
-		"release":   {map[string]string{"id": "string", "claim_id": "integer", "reason": "string", "failed": "boolean"}, []string{"id"}},
-		"close":     {map[string]string{"id": "string", "claim_id": "integer", "reason": "string", "dry_run": "boolean"}, []string{"id"}},
-		"heartbeat": {map[string]string{"id": "string", "claim_id": "integer", "lease": "string"}, []string{"id"}},
-		"reset":     {map[string]string{"id": "string"}, []string{"id"}},
-		"reap":      {map[string]string{"dry_run": "boolean"}, nil},
-		"stats":     {map[string]string{}, nil},
+			"min_priority": "integer", "types": "array", "parent": "string", "sort": "string", "only_unassigned": "boolean",
+			"dry_run": "boolean", "explain": "boolean", "lease": "string", "max_held": "integer", "wait": "string"}, nil,
+			hints{}, []string{"claim_id", "dry_run", "explain", "filters", "lease_expires_at", "reason", "took_over"}},
+		"release":   {map[string]string{"id": "string", "claim_id": "integer", "reason": "string", "failed": "boolean"}, []string{"id"}, hints{}, []string{"attempt"}},
+		"close":     {map[string]string{"id": "string", "claim_id": "integer", "reason": "string", "dry_run": "boolean"}, []string{"id"}, hints{idempotent: true}, []string{"already_closed"}},
+		"heartbeat": {map[string]string{"id": "string", "claim_id": "integer", "lease": "string"}, []string{"id"}, hints{idempotent: true}, []string{"lease_expires_at"}},
+		"reset":     {map[string]string{"id": "string"}, []string{"id"}, hints{idempotent: true}, []string{"reset"}},
+		"reap":      {map[string]string{"dry_run": "boolean"}, nil, hints{destructive: true, idempotent: true}, []string{"dry_run", "reaped"}},
+		"stats":     {map[string]string{}, nil, hints{readOnly: true, idempotent: true}, []string{"generated_at", "in_progress", "last_hour", "policy", "ready_by_priority"}},
 	}
 	var names []string
 	for _, tool := range res.Tools {
@@ -138,24 +165,45 @@ func TestMCPTools(t *testing.T) {
 		assert.DeepEqual(t, sc.Required, w.required)
 		got := map[string]string{}
 		for name, p := range sc.Properties {
-			typ, _ := p["type"].(string)
-			if list, ok := p["type"].([]any); ok { // a list may also be null
-				typ = list[len(list)-1].(string)
-			}
+			typ, ok := p["type"].(string) // one type, that a client can act on
+			assert.Assert(t, ok, "%s.%s: type %v", tool.Name, name, p["type"])
 			got[name] = typ
 			desc, _ := p["description"].(string)
 			assert.Assert(t, len(desc) > 10, "%s.%s has no description", tool.Name, name)
 		}
 		assert.DeepEqual(t, got, w.args)
-		assert.Equal(t, tool.Annotations.ReadOnlyHint, tool.Name == "stats")
+		// Every hint said, as it is; none reaches outside the workspace.
+		a := tool.Annotations
+		assert.Assert(t, a.DestructiveHint != nil && a.OpenWorldHint != nil, tool.Name)
+		assert.Equal(t, hints{a.ReadOnlyHint, *a.DestructiveHint, a.IdempotentHint}, w.hints, tool.Name)
+		assert.Assert(t, !*a.OpenWorldHint, tool.Name)
+		assert.Assert(t, len(tool.Title) > 10 && a.Title == tool.Title, "%s: %q", tool.Name, tool.Title)
+		// The output schema: an object whose status is ok or error, the
+		// result's fields and the error envelope's.
+		b, err = json.Marshal(tool.OutputSchema)
+		assert.NilError(t, err)
+		var out struct {
+			Type       string                    `json:"type"`
+			Properties map[string]map[string]any `json:"properties"`
+			Required   []string                  `json:"required"`
+		}
+		assert.NilError(t, json.Unmarshal(b, &out), string(b))
+		assert.Equal(t, out.Type, "object")
+		assert.DeepEqual(t, out.Required, []string{"status"})
+		assert.DeepEqual(t, out.Properties["status"]["enum"], []any{"ok", "error"})
+		for _, p := range append([]string{"agent", "issue", "error"}, w.result...) {
+			assert.Assert(t, out.Properties[p] != nil, "%s: no %s in %s", tool.Name, p, b)
+		}
 	}
 	slices.Sort(names)
 	assert.DeepEqual(t, names, []string{"claim", "close", "heartbeat", "reap", "release", "reset", "stats"})
 	// A description taken from the flag's help, one of the tool's own.
 	claimTool := res.Tools[slices.IndexFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "claim" })]
 	b, _ := json.Marshal(claimTool.InputSchema)
-	assert.Assert(t, is.Contains(string(b), "critical|high|medium|low|backlog"))
+	assert.Assert(t, is.Contains(string(b), "only descendants of this issue")) // the --parent flag's help
 	assert.Assert(t, is.Contains(string(b), "the server renews it while it runs"))
+	assert.Assert(t, !strings.Contains(string(b), "--"), "flags in the claim tool's schema: %s", b) // "with --dry-run" is "with dry_run"
+	assert.Assert(t, is.Contains(string(b), "with dry_run: count"))
 }
 
 // masked hides what differs between two runs at different instants:
@@ -254,24 +302,36 @@ func TestMCPBadArguments(t *testing.T) {
 		{"claim", []any{1}, "the arguments must be a JSON object"},
 		{"claim", map[string]any{"sort": "random"}, `unknown sort "random"`},
 		{"claim", map[string]any{"min_priority": "urgent"}, `unknown priority "urgent"`},
-		{"claim", map[string]any{"wait": "soon"}, `--wait: "soon" is not a duration`},
-		{"claim", map[string]any{"lease": "10ms"}, "--lease: 10ms is shorter than 1s"},
-		{"claim", map[string]any{"labels": []string{" "}}, "empty value in --label"},
-		{"claim", map[string]any{"explain": true}, "--explain needs --dry-run"},
-		{"claim", map[string]any{"dry_run": true, "lease": "1m"}, "--lease on a dry run"},
+		{"claim", map[string]any{"wait": "soon"}, `wait: "soon" is not a duration`},
+		{"claim", map[string]any{"lease": "10ms"}, "lease: 10ms is shorter than 1s"},
+		{"claim", map[string]any{"lease": "-5m"}, "lease: -5m is negative"},
+		{"claim", map[string]any{"labels": []string{" "}}, "empty value in labels, exclude_labels or types"},
+		{"claim", map[string]any{"explain": true}, "explain needs dry_run"},
+		{"claim", map[string]any{"dry_run": true, "lease": "1m"}, "lease on a dry run"},
 		{"claim", map[string]any{"claim_id": 5}, "give its id too"},
-		{"claim", map[string]any{"id": ""}, "--id is empty: give an issue id, or omit --id"}, // not absent: no claim-next
-		{"claim", map[string]any{"id": "", "dry_run": true}, "--id is empty"},
-		{"claim", map[string]any{"max_held": -1}, `--max-held: "-1"`},
-		{"release", map[string]any{}, "--id ISSUE is required"},
+		{"claim", map[string]any{"id": ""}, "id is empty: give an issue id, or omit id"}, // not absent: no claim-next
+		{"claim", map[string]any{"id": nil}, "argument id is null: give a string, or leave it out"},
+		{"claim", map[string]any{"id": "", "dry_run": true}, "id is empty"},
+		{"claim", map[string]any{"labels": nil}, "argument labels is null: give an array of strings"},
+		{"claim", map[string]any{"max_held": -1}, `max_held: "-1" is not a whole number`},
+		{"claim", map[string]any{"min_priority": 5}, `unknown priority "5"`},
+		{"claim", map[string]any{"min_priority": 1.5}, `unknown priority "1.5"`},
+		{"claim", map[string]any{"min_priority": true}, "argument min_priority must be an integer from 0 to 4 or a string such as \"P1\" or \"high\", not boolean"},
+		{"claim", map[string]any{"min_priority": []int{1}}, "not array"},
+		{"claim", map[string]any{"min_priority": map[string]int{"p": 1}}, "not object"},
+		{"claim", map[string]any{"id": strings.Repeat("x", 1<<20)}, "id is 1048576 characters long; the limit is 255"},
+		{"claim", map[string]any{"wait": strings.Repeat("9", 1<<20)}, "wait is 1048576 characters long; the limit is 255"},
+		{"claim", map[string]any{"types": []string{"bug", strings.Repeat("t", 256)}}, "types is 256 characters long; the limit is 255"},
+		{"release", map[string]any{}, "no issue id: id is required"},
 		{"release", map[string]any{"id": "fx-1", "reason": "bad\x07bell"}, "control character"},
 		{"release", map[string]any{"id": "fx-1", "claim_id": -3}, "claim id -3 is not a claim id"},
-		{"heartbeat", map[string]any{"id": "fx-1", "lease": "1000h"}, "longer than the limit"},
-		{"release", map[string]any{"id": ""}, "--id ISSUE is required"},
-		{"heartbeat", map[string]any{"id": "", "lease": "1m"}, "--id ISSUE is required"},
-		{"reset", map[string]any{"id": nil}, "--id ISSUE is required"},
-		{"reset", map[string]any{"id": ""}, "--id ISSUE is required"},
+		{"heartbeat", map[string]any{"id": "fx-1", "lease": "1000h"}, "lease: 1000h is longer than the limit"},
+		{"release", map[string]any{"id": ""}, "id is required"},
+		{"heartbeat", map[string]any{"id": "", "lease": "1m"}, "id is required"},
+		{"reset", map[string]any{"id": nil}, "argument id is null"},
+		{"reset", map[string]any{"id": ""}, "id is required"},
 		{"reap", map[string]any{"dry_run": 1}, "argument dry_run must be a boolean, not number"},
+		{"reap", map[string]any{"dry_run": nil}, "argument dry_run is null: give a boolean"},
 		{"stats", map[string]any{"verbose": true}, `unknown field "verbose"`},
 	} {
 		text, isErr := s.call(t, tc.tool, tc.args)
@@ -281,7 +341,9 @@ func TestMCPBadArguments(t *testing.T) {
 		assert.Equal(t, out.Status, "error")
 		assert.Equal(t, out.Agent, "a")
 		assert.Equal(t, out.Error.Code, claim.EInvalid, "%s %v: %s", tc.tool, tc.args, text)
-		assert.Assert(t, is.Contains(out.Error.Message, tc.msg), "%s %v", tc.tool, tc.args)
+		assert.Assert(t, is.Contains(out.Error.Message, tc.msg), "%s %v: %s", tc.tool, tc.args, firstN(out.Error.Message, 300))
+		assert.Assert(t, !strings.Contains(out.Error.Message, "--"), "a flag in %q", out.Error.Message) // the tool's arguments, not the command's flags
+		assert.Assert(t, len(text) < 1000, "%d bytes: a value echoed", len(text))
 	}
 	assert.NilError(t, s.Close())
 	assert.Equal(t, claimtest.FileSum(t, claimtest.DBPath(root)), sum, "a bad call changed the database")
@@ -508,3 +570,5 @@ func TestMCPCallWithoutArguments(t *testing.T) {
 	assert.NilError(t, stdin.Close())
 	assert.NilError(t, cmd.Wait())
 }
+
+func firstN(s string, n int) string { return s[:min(n, len(s))] }
