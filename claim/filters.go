@@ -1,6 +1,18 @@
 package claim
 
-import "strings"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
 
 // Sort is the order in which ready issues are handed out.
 type Sort string
@@ -13,19 +25,42 @@ const (
 	SortOldest   Sort = "oldest"   // created_at ASC, id ASC
 )
 
-// Filters narrow which ready issues an agent may claim.
+// Filters narrow which ready issues an agent may claim. Each means what
+// the same filter of `bd ready` means to the workspace's bd (the README's
+// filters table); a filter the workspace's bd has no concept of is refused
+// (INVALID_ARGUMENT naming that bd), never ignored.
 type Filters struct {
 	OnlyUnassigned bool     `json:"only_unassigned"` // skip open issues already assigned to this agent
 	IncludeLabels  []string `json:"include_labels"`  // the issue has all of them
+	LabelsAny      []string `json:"labels_any"`      // the issue has at least one of them (bd ready --label-any)
 	ExcludeLabels  []string `json:"exclude_labels"`  // the issue has none of them
+	LabelPattern   string   `json:"label_pattern"`   // a label matches this glob (* and ?), case-sensitive
+	LabelRegex     string   `json:"label_regex"`     // a label matches this regular expression, unanchored
 	MinPriority    *int     `json:"min_priority"`    // priority <= MinPriority (0 is the most urgent)
+	Priority       *int     `json:"priority"`        // priority = Priority (bd ready --priority)
 	Types          []string `json:"types"`           // issue_type is one of them
-	Parent         string   `json:"parent"`          // descendants of this issue through parent-child edges
-	Sort           Sort     `json:"sort"`
+	// ExcludeTypes are types never claimed, besides those bd ready never
+	// lists; as in bd, they do not apply with Types.
+	ExcludeTypes   []string `json:"exclude_types"`
+	HasMetadataKey string   `json:"has_metadata_key"` // the metadata has this top-level key (a JSON null counts)
+	// MetadataFields are top-level metadata keys and the text their value
+	// must read as (JSON_UNQUOTE: "2" matches 2 and "2"), all of them.
+	MetadataFields  map[string]string `json:"metadata_fields"`
+	IncludeDeferred bool              `json:"include_deferred"` // also issues deferred to the future, and children of deferred parents
+	Parent          string            `json:"parent"`           // descendants of this issue through parent-child edges
+	Sort            Sort              `json:"sort"`
 }
 
-// Validate checks the filters and normalises empty lists to [] so that the
-// JSON echo of the filters is stable.
+// metadataKey is bd's rule for a metadata key (storage.ValidateMetadataKey):
+// a dotted key names a top-level key with dots in it.
+var metadataKey = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_./]*$`)
+
+// typeAliases are the type names bd ready expands (utils.NormalizeIssueType).
+var typeAliases = map[string]string{"mr": "merge-request", "feat": "feature", "mol": "molecule", "enhancement": "feature", "dec": "decision", "adr": "decision"}
+
+// Validate checks the filters and normalises them: empty lists to [] so
+// that the JSON echo of the filters is stable, --exclude-type split at
+// commas with bd's aliases expanded.
 func (f *Filters) Validate() error {
 	if f.Sort == "" {
 		f.Sort = SortPriority
@@ -35,18 +70,132 @@ func (f *Filters) Validate() error {
 	default:
 		return Errorf(EInvalid, "unknown sort %q: use priority, hybrid or oldest", f.Sort)
 	}
-	for _, list := range []*[]string{&f.IncludeLabels, &f.ExcludeLabels, &f.Types} {
+	var types []string
+	for _, group := range f.ExcludeTypes {
+		for _, t := range strings.Split(group, ",") {
+			t = strings.TrimSpace(t)
+			if alias, ok := typeAliases[strings.ToLower(t)]; ok {
+				t = alias
+			}
+			if t == "" {
+				return Errorf(EInvalid, "empty type in --exclude-type %q", group)
+			}
+			if !slices.Contains(types, t) {
+				types = append(types, t)
+			}
+		}
+	}
+	f.ExcludeTypes = types
+	for _, list := range []*[]string{&f.IncludeLabels, &f.LabelsAny, &f.ExcludeLabels, &f.Types, &f.ExcludeTypes} {
 		if *list == nil {
 			*list = []string{}
 		}
 		for _, v := range *list {
 			if strings.TrimSpace(v) == "" {
-				return Errorf(EInvalid, "empty value in --label, --exclude-label or --type")
+				return Errorf(EInvalid, "empty value in --label, --label-any, --exclude-label or --type")
 			}
 		}
 	}
-	if f.MinPriority != nil && (*f.MinPriority < PriorityCritical || *f.MinPriority > PriorityBacklog) {
-		return Errorf(EInvalid, "min priority %d is outside 0-4", *f.MinPriority)
+	for name, p := range map[string]*int{"min priority": f.MinPriority, "priority": f.Priority} {
+		if p != nil && (*p < PriorityCritical || *p > PriorityBacklog) {
+			return Errorf(EInvalid, "%s %d is outside 0-4", name, *p)
+		}
+	}
+	if f.LabelRegex != "" {
+		if _, err := regexp.Compile(f.LabelRegex); err != nil {
+			return Errorf(EInvalid, "invalid --label-regex %q: %v", f.LabelRegex, err)
+		}
+	}
+	if f.HasMetadataKey != "" && !metadataKey.MatchString(f.HasMetadataKey) {
+		return Errorf(EInvalid, "invalid --has-metadata-key %q: a key must match %s", f.HasMetadataKey, metadataKey)
+	}
+	if f.MetadataFields == nil {
+		f.MetadataFields = map[string]string{}
+	}
+	for _, k := range slices.Sorted(maps.Keys(f.MetadataFields)) {
+		if !metadataKey.MatchString(k) {
+			return Errorf(EInvalid, "invalid --metadata-field key %q: a key must match %s", k, metadataKey)
+		}
+	}
+	return nil
+}
+
+// ParseMetadataField reads one --metadata-field: key=value, split at the
+// first = as bd splits it (the value may be empty or hold more =).
+func ParseMetadataField(s string) (key, value string, err error) {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return "", "", Errorf(EInvalid, "invalid --metadata-field %q: expected key=value", s)
+	}
+	return k, v, nil
+}
+
+// admit refuses filters the workspace cannot apply as its bd does: one its
+// bd has no concept of (flavor.refuse), an --exclude-type that is neither a
+// type its bd builds in nor one of the workspace's custom types (in the
+// database, or types.custom of .beads/config.yaml). It reads no issue.
+func (s *Store) admit(ctx context.Context, f Filters) error {
+	if err := s.flavor.refuse(f); err != nil || len(f.ExcludeTypes) == 0 {
+		return err
+	}
+	var lists []string
+	err := s.look(ctx, "read the custom types", func(t *txn) error {
+		var err error
+		lists, err = t.x.customTypes()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	custom := yamlCustomTypes(filepath.Join(s.Workspace.BeadsDir, "config.yaml"))
+	for _, l := range lists {
+		custom = append(custom, parseTypes(l)...)
+	}
+	for _, t := range f.ExcludeTypes {
+		if !s.flavor.knownType(t, custom) {
+			return Errorf(EInvalid, "unknown --exclude-type %q: not a type bd %s builds in, nor one of the workspace's types.custom", t, s.flavor.version)
+		}
+	}
+	return nil
+}
+
+// parseTypes reads a types.custom value as bd does
+// (issueops.ParseTypesConfigValue): a JSON array of names, else a
+// comma-separated list.
+func parseTypes(v string) []string {
+	var list []string
+	if json.Unmarshal([]byte(v), &list) != nil {
+		list = strings.Split(v, ",")
+	}
+	var out []string
+	for _, t := range list {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// yamlCustomTypes is types.custom of a config.yaml (nested or written
+// types.custom; a list or a comma-separated string), which bd adds to the
+// database's; none when the file or the key is missing or unreadable.
+func yamlCustomTypes(path string) []string {
+	data, _ := os.ReadFile(path)
+	var doc map[string]any
+	_ = yaml.Unmarshal(data, &doc)
+	v, ok := doc["types.custom"]
+	if nested, isMap := doc["types"].(map[string]any); isMap && !ok {
+		v = nested["custom"]
+	}
+	switch v := v.(type) {
+	case string:
+		return parseTypes(v)
+	case []any:
+		var out []string
+		for _, t := range v {
+			out = append(out, parseTypes(fmt.Sprint(t))...)
+		}
+		return out
 	}
 	return nil
 }

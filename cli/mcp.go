@@ -48,20 +48,28 @@ var mcpCommand = &command{
 // decided by the command's validation.
 type (
 	claimArgs struct {
-		ID             string   `json:"id,omitempty" flag:"id" jsonschema:"claim this issue only (compare-and-swap); omit to claim the next ready issue"`
-		ClaimID        int64    `json:"claim_id,omitempty" flag:"claim-id" jsonschema:"with id: succeed only while you still hold the issue under this claim_id"`
-		Labels         []string `json:"labels,omitempty" flag:"label" jsonschema:"only issues with all of these labels"`
-		ExcludeLabels  []string `json:"exclude_labels,omitempty" flag:"exclude-label" jsonschema:"skip issues with any of these labels"`
-		MinPriority    string   `json:"min_priority,omitempty" flag:"min-priority"`
-		Types          []string `json:"types,omitempty" flag:"type" jsonschema:"only issues of one of these types (bug, task, feature, chore...)"`
-		Parent         string   `json:"parent,omitempty" flag:"parent"`
-		Sort           string   `json:"sort,omitempty" flag:"sort"`
-		OnlyUnassigned bool     `json:"only_unassigned,omitempty" flag:"only-unassigned"`
-		DryRun         bool     `json:"dry_run,omitempty" flag:"dry-run"`
-		Explain        bool     `json:"explain,omitempty" flag:"explain"`
-		Lease          string   `json:"lease,omitempty" flag:"lease" jsonschema:"lease of the claim as a Go duration (10m); the server renews it while it runs. Default: the lease setting"`
-		MaxHeld        int      `json:"max_held,omitempty" flag:"max-held" jsonschema:"claim nothing new while you hold this many in_progress issues; 0 = no limit. Default: the max-held setting"`
-		Wait           string   `json:"wait,omitempty" flag:"wait"`
+		ID              string   `json:"id,omitempty" flag:"id" jsonschema:"claim this issue only (compare-and-swap); omit to claim the next ready issue"`
+		ClaimID         int64    `json:"claim_id,omitempty" flag:"claim-id" jsonschema:"with id: succeed only while you still hold the issue under this claim_id"`
+		Labels          []string `json:"labels,omitempty" flag:"label" jsonschema:"only issues with all of these labels"`
+		LabelsAny       []string `json:"labels_any,omitempty" flag:"label-any" jsonschema:"only issues with at least one of these labels"`
+		ExcludeLabels   []string `json:"exclude_labels,omitempty" flag:"exclude-label" jsonschema:"skip issues with any of these labels"`
+		LabelPattern    string   `json:"label_pattern,omitempty" flag:"label-pattern"`
+		LabelRegex      string   `json:"label_regex,omitempty" flag:"label-regex"`
+		MinPriority     string   `json:"min_priority,omitempty" flag:"min-priority"`
+		Priority        string   `json:"priority,omitempty" flag:"priority"`
+		Types           []string `json:"types,omitempty" flag:"type" jsonschema:"only issues of one of these types (bug, task, feature, chore...)"`
+		ExcludeTypes    []string `json:"exclude_types,omitempty" flag:"exclude-type" jsonschema:"skip issues of these types too (ignored with types)"`
+		HasMetadataKey  string   `json:"has_metadata_key,omitempty" flag:"has-metadata-key"`
+		MetadataFields  []string `json:"metadata_fields,omitempty" flag:"metadata-field" jsonschema:"only issues whose metadata matches each key=value"`
+		IncludeDeferred bool     `json:"include_deferred,omitempty" flag:"include-deferred"`
+		Parent          string   `json:"parent,omitempty" flag:"parent"`
+		Sort            string   `json:"sort,omitempty" flag:"sort"`
+		OnlyUnassigned  bool     `json:"only_unassigned,omitempty" flag:"only-unassigned"`
+		DryRun          bool     `json:"dry_run,omitempty" flag:"dry-run"`
+		Explain         bool     `json:"explain,omitempty" flag:"explain"`
+		Lease           string   `json:"lease,omitempty" flag:"lease" jsonschema:"lease of the claim as a Go duration (10m); the server renews it while it runs. Default: the lease setting"`
+		MaxHeld         int      `json:"max_held,omitempty" flag:"max-held" jsonschema:"claim nothing new while you hold this many in_progress issues; 0 = no limit. Default: the max-held setting"`
+		Wait            string   `json:"wait,omitempty" flag:"wait"`
 	}
 	releaseArgs struct {
 		ID      string `json:"id" flag:"id"`

@@ -115,6 +115,8 @@ func TestMCPTools(t *testing.T) {
 	}{
 		"claim": {map[string]string{"id": "string", "claim_id": "integer", "labels": "array", "exclude_labels": "array",
 			"min_priority": "string", "types": "array", "parent": "string", "sort": "string", "only_unassigned": "boolean",
+			"labels_any": "array", "label_pattern": "string", "label_regex": "string", "priority": "string", "exclude_types": "array",
+			"has_metadata_key": "string", "metadata_fields": "array", "include_deferred": "boolean",
 			"dry_run": "boolean", "explain": "boolean", "lease": "string", "max_held": "integer", "wait": "string"}, nil},
 		"release":   {map[string]string{"id": "string", "claim_id": "integer", "reason": "string", "failed": "boolean"}, []string{"id"}},
 		"close":     {map[string]string{"id": "string", "claim_id": "integer", "reason": "string", "dry_run": "boolean"}, []string{"id"}},
