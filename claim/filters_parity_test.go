@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,14 +43,20 @@ func paritySeed(t *testing.T) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, 0xf117))
 }
 
-// bdReady is `bd ready -u -n 0 ARGS --json` as a list of ids, in bd's order.
+// bdReady is `bd ready -u -n 0 -s priority ARGS --json` (bd-claim's
+// default order) as a list of ids, in bd's order. An issue bd lists twice
+// counts once, at its first place: bd v0.47.1's --label-any lists an
+// issue with two of the labels twice (measured), an issue a claim can
+// take only once.
 func bdReady(t *testing.T, bd *claimtest.BdRunner, args ...string) []string {
 	t.Helper()
 	var list []struct{ ID string }
-	bd.JSON(&list, append([]string{"ready", "-u", "-n", "0"}, args...)...)
-	ids := make([]string, len(list))
-	for i, iss := range list {
-		ids[i] = iss.ID
+	bd.JSON(&list, append([]string{"ready", "-u", "-n", "0", "-s", "priority"}, args...)...)
+	ids := []string{}
+	for _, iss := range list {
+		if !slices.Contains(ids, iss.ID) {
+			ids = append(ids, iss.ID)
+		}
 	}
 	return ids
 }
@@ -201,14 +208,11 @@ func buildFilterWorkspace(t *testing.T, bd *claimtest.BdRunner, rnd *rand.Rand, 
 			flags = append(flags, "--defer", "+"+strconv.Itoa(2+rnd.IntN(48))+"h")
 		case "defer-past":
 			flags = append(flags, "--defer", "2020-01-0"+strconv.Itoa(1+rnd.IntN(9)))
-		case "blocked":
-			if len(ids) > 0 {
-				flags = append(flags, "--deps", "blocked-by:"+pick(ids))
-			}
 		case "assigned":
 			flags = append(flags, "-a", "someone-else")
 		case "metadata":
 			switch {
+			case !metadata: // a plain issue where bd has no metadata
 			case nSet < len(sets):
 				set, nSet = sets[nSet], nSet+1
 			case nJSON < len(jsons):
@@ -219,11 +223,11 @@ func buildFilterWorkspace(t *testing.T, bd *claimtest.BdRunner, rnd *rand.Rand, 
 				set = sets[rnd.IntN(len(sets))]
 			}
 		}
-		if !metadata && kind == "metadata" {
-			continue
-		}
 		var out struct{ ID string }
 		bd.JSON(&out, flags...)
+		if kind == "blocked" && len(ids) > 0 {
+			bd.OK("dep", "add", out.ID, pick(ids))
+		}
 		ids = append(ids, out.ID)
 		if len(set) > 0 {
 			args := []string{"update", out.ID}
@@ -345,5 +349,150 @@ func TestDoltRoutedSwarm(t *testing.T) {
 	}
 	for _, id := range others {
 		assert.Check(t, is.Equal(claimtest.Count(t, conn, "SELECT count(*) FROM issues WHERE status = 'open' AND id = '"+id+"'"), 1), id)
+	}
+}
+
+// sqliteCases are the filters of bd ready that the SQLite-era bd (v0.47.1,
+// v0.49.6) has: --label-any, --priority, --include-deferred, with --type
+// and --label.
+func sqliteCases() []filterCase {
+	p := func(n int) *int { return &n }
+	return []filterCase{
+		{"label-any", claim.Filters{LabelsAny: []string{"tech-debt", "ops"}}, []string{"--label-any", "tech-debt", "--label-any", "ops"}, "label_any"},
+		{"label-any with label", claim.Filters{LabelsAny: []string{"ops", "backend"}, IncludeLabels: []string{"tech-debt"}},
+			[]string{"--label-any", "ops", "--label-any", "backend", "--label", "tech-debt"}, "label_any"},
+		{"priority", claim.Filters{Priority: p(1)}, []string{"--priority", "1"}, "exact_priority"},
+		{"priority with type", claim.Filters{Priority: p(2), Types: []string{"task"}}, []string{"--priority", "2", "-t", "task"}, "exact_priority"},
+		{"include-deferred", claim.Filters{IncludeDeferred: true}, []string{"--include-deferred"}, ""},
+		{"include-deferred with label-any", claim.Filters{IncludeDeferred: true, LabelsAny: []string{"ops", "tech-legacy", "a_b"}},
+			[]string{"--include-deferred", "--label-any", "ops", "--label-any", "tech-legacy", "--label-any", "a_b"}, "label_any"},
+	}
+}
+
+// Every filter on every other engine, on workspaces their real bd builds
+// at random: the SQLite-era bd's (v0.47.1, v0.49.6) with the filters its
+// bd ready has; the embedded (embedded build) and proxied-server modes of
+// bd v1.3.0 with every filter (server mode is TestDoltFilterParity's).
+func TestFilterParityEngines(t *testing.T) {
+	for _, setup := range engineSetups {
+		if setup.name == "dolt-server" {
+			continue
+		}
+		t.Run(setup.name, func(t *testing.T) {
+			t.Parallel()
+			w := setup.new(t)
+			dolt := !strings.HasPrefix(setup.name, "sqlite")
+			buildFilterWorkspace(t, w.BdRunner, paritySeed(t), dolt, dolt)
+			cases := sqliteCases()
+			if dolt {
+				cases = v13Cases()
+			}
+			s := w.store(t, claim.Options{})
+			assert.Check(t, checkFilterParity(t, w.BdRunner, s, cases) >= len(cases)/2, "too few filters list anything to compare")
+		})
+	}
+}
+
+// A filter the workspace's bd has no concept of is refused, naming that
+// bd, before anything is read: no REGEXP in SQLite; no issues.metadata
+// before it came (v0.49.6 has it, v0.47.1 not); no defer_until in v0.27.2.
+func TestFiltersRefusedWhereBdLacksThem(t *testing.T) {
+	t.Parallel()
+	regex := claim.Filters{LabelRegex: "x"}
+	meta := claim.Filters{MetadataFields: map[string]string{"k": "v"}}
+	key := claim.Filters{HasMetadataKey: "k"}
+	deferred := claim.Filters{IncludeDeferred: true}
+	for _, tc := range []struct {
+		version string
+		refused []claim.Filters
+		ok      []claim.Filters
+	}{
+		{"0.27.2", []claim.Filters{regex, meta, key, deferred}, nil},
+		{"0.47.1", []claim.Filters{regex, meta, key}, []claim.Filters{deferred}},
+		{"0.49.6", []claim.Filters{regex}, []claim.Filters{meta, key, deferred}},
+	} {
+		s := openStore(t, fixture(t, tc.version), claim.Options{})
+		ctx := context.Background()
+		for _, f := range tc.refused {
+			_, err := s.Claim(ctx, claim.Request{Agent: "a", Filters: f})
+			assert.Check(t, is.Equal(claim.ErrorCode(err), claim.EInvalid), "%s %+v", tc.version, f)
+			assert.Check(t, is.ErrorContains(err, "the workspace's bd "+tc.version+" (SQLite) has no such filter"))
+			_, err = s.Explain(ctx, claim.Request{Agent: "a", Filters: f})
+			assert.Check(t, is.Equal(claim.ErrorCode(err), claim.EInvalid))
+		}
+		for _, f := range tc.ok {
+			_, err := s.Claim(ctx, claim.Request{Agent: "a", DryRun: true, Filters: f})
+			assert.Check(t, err, "%s %+v", tc.version, f)
+		}
+	}
+	s := openStore(t, fixture(t, "0.27.2"), claim.Options{})
+	_, err := s.Claim(context.Background(), claim.Request{Agent: "a", Filters: claim.Filters{LabelRegex: "x", IncludeDeferred: true}})
+	assert.Check(t, is.ErrorContains(err, "--label-regex (no REGEXP in its database); --include-deferred (no defer_until)"))
+}
+
+// The filters bd-claim applies to a SQLite workspace of bd v0.49.6 though
+// that bd's ready has no such flag (--label-pattern, --exclude-type, the
+// metadata filters) mean what they mean to bd ready v1.3.0: the same
+// issues, made by each bd, are the ones bd-claim claims on SQLite and bd
+// v1.3.0 lists on Dolt.
+func TestSQLiteFiltersAsBdV13(t *testing.T) {
+	server := claimtest.NeedDolt(t)
+	sw := claimtest.SQLiteWorkspace(t, "v0.49.6")
+	dw := server.Workspace(t, "sq13")
+	issues := []struct {
+		labels, typ, metadata string
+	}{
+		{"tech-debt", "task", `{"gc.routed_to":"pool-a"}`},
+		{"tech-legacy,ops", "bug", `{"gc.routed_to":"pool-b","n":2}`},
+		{"Tech-ops", "feature", `{"n":"2"}`},
+		{"a_b", "chore", `{"n":2.5}`},
+		{"aXb", "convoy", `{"n":"02"}`},
+		{"a[b]", "task", `{"ok":true}`},
+		{"ops", "epic", `{"nul":null}`},
+		{"", "task", `{"gc":{"routed_to":"pool-a"}}`},
+		{"backend", "bug", `{"n":[2]}`},
+		{"tech-x", "task", `{}`},
+		{"", "chore", ``},
+	}
+	for _, bd := range []*claimtest.BdRunner{&sw.BdRunner, &dw.BdRunner} {
+		bd.OK("config", "set", "types.custom", "convoy")
+		for i, iss := range issues {
+			flags := []string{"create", "s" + strconv.Itoa(i), "-t", iss.typ, "-p", strconv.Itoa(i % 5)}
+			if iss.labels != "" {
+				flags = append(flags, "-l", iss.labels)
+			}
+			var out struct{ ID string }
+			bd.JSON(&out, flags...)
+			if iss.metadata != "" {
+				bd.OK("update", out.ID, "--metadata", iss.metadata)
+			}
+		}
+	}
+	titles := func(bd *claimtest.BdRunner, ids []string) []string {
+		out := []string{}
+		for _, id := range ids {
+			var list []struct{ Title string }
+			bd.JSON(&list, "show", id)
+			out = append(out, list[0].Title)
+		}
+		slices.Sort(out)
+		return out
+	}
+	s := openAt(t, sw.Dir, sw.Getenv, claim.Options{})
+	for _, c := range v13Cases() {
+		if c.f.LabelRegex != "" || c.f.IncludeDeferred || len(c.f.LabelsAny) > 0 || c.f.Priority != nil {
+			continue // a filter bd v0.49.6's ready has (TestFilterParityEngines), or refuses
+		}
+		want := titles(&dw.BdRunner, bdReady(t, &dw.BdRunner, c.bd...))
+		f := c.f
+		f.OnlyUnassigned = true
+		got := titles(&sw.BdRunner, nextOrder(t, s, "sqlite-agent", f))
+		assert.Check(t, is.DeepEqual(got, want), "%s: bd v1.3.0's ready %v", c.name, c.bd)
+		assert.Check(t, len(want) > 0 && len(want) < len(issues), "%s: %v filters nothing out, or everything", c.name, want)
+	}
+	for _, glob := range []string{"a[b]", "a[b]*", "*[*", "a?b"} { // GLOB's [ is literal, as in bd's LIKE
+		want := titles(&dw.BdRunner, bdReady(t, &dw.BdRunner, "--label-pattern", glob))
+		got := titles(&sw.BdRunner, nextOrder(t, s, "sqlite-agent", claim.Filters{OnlyUnassigned: true, LabelPattern: glob}))
+		assert.Check(t, is.DeepEqual(got, want), "--label-pattern %s", glob)
 	}
 }
