@@ -65,6 +65,8 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	if f.LabelPattern != "" {
 		add("label_pattern", fmt.Sprintf("none of its labels matches --label-pattern %q", f.LabelPattern), hasLabel(fl.glob("l.label", f.LabelPattern)))
 	}
+	// A filter the flavor has no means for (regexp, metadata nil) never
+	// gets here: Store.admit refuses it first (flavor.refuse).
 	if f.LabelRegex != "" && fl.regexp != nil {
 		add("label_regex", fmt.Sprintf("none of its labels matches --label-regex %q", f.LabelRegex), hasLabel(fl.regexp("l.label", f.LabelRegex)))
 	}
