@@ -374,6 +374,9 @@ func sqliteCases() []filterCase {
 // bd ready has; the embedded (embedded build) and proxied-server modes of
 // bd v1.3.0 with every filter (server mode is TestDoltFilterParity's).
 func TestFilterParityEngines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds workspaces with the real bd releases (skipped under -short)")
+	}
 	for _, setup := range engineSetups {
 		if setup.name == "dolt-server" {
 			continue
