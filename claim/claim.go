@@ -35,6 +35,9 @@ func (s *Store) Claim(ctx context.Context, req Request) (Result, error) {
 	if err := req.Validate(); err != nil {
 		return Result{}, err
 	}
+	if err := s.admit(ctx, req.Filters); err != nil {
+		return Result{}, err
+	}
 	if req.Wait > 0 {
 		return s.wait(ctx, req)
 	}

@@ -198,7 +198,41 @@ func doltFlavor() flavor {
 			{"ephemeral", "it is ephemeral (a wisp)", sq.Expr("(i.ephemeral = 0 OR i.ephemeral IS NULL)")},
 		},
 		excludedTypes: []string{"merge-request", "gate", "molecule", "rig", "agent", "role", "message"},
+		glob:          doltGlob, regexp: doltRegexp, metadata: &doltMetadata, kind: "Dolt",
+		types: []string{"bug", "feature", "task", "epic", "chore", "decision", "message", "molecule", "gate", "spike", "story", "milestone", "event"},
 	}
+}
+
+// doltGlob is bd v1.3.0's --label-pattern (sqlbuild.globToLikePattern):
+// * and ? become LIKE's % and _, and LIKE's own %, _ and the escape | are
+// escaped.
+func doltGlob(col, pattern string) sq.Sqlizer {
+	var b strings.Builder
+	for _, c := range pattern {
+		switch c {
+		case '%', '_', '|':
+			b.WriteByte('|')
+			b.WriteRune(c)
+		case '*':
+			b.WriteByte('%')
+		case '?':
+			b.WriteByte('_')
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return sq.Expr(col+" LIKE ? ESCAPE '|'", b.String())
+}
+
+// doltRegexp is bd v1.3.0's --label-regex: the server's REGEXP.
+func doltRegexp(col, re string) sq.Sqlizer { return sq.Expr(col+" REGEXP ?", re) }
+
+// doltMetadata is bd v1.3.0's metadata filters (sqlbuild.AppendMetadataClauses).
+var doltMetadata = metadataMatch{
+	has: func(key string) sq.Sqlizer { return sq.Expr("JSON_EXTRACT(i.metadata, ?) IS NOT NULL", jsonKey(key)) },
+	field: func(key, value string) sq.Sqlizer {
+		return sq.Expr("JSON_UNQUOTE(JSON_EXTRACT(i.metadata, ?)) = ?", jsonKey(key), value)
+	},
 }
 
 // doltDeferral is bd v1.3.0's defer_until rules: the issue's own, and its
@@ -247,7 +281,7 @@ func doltUnder(root string) sq.Sqlizer {
 const doltSource = "(SELECT " + doltColumns + " FROM issues UNION ALL SELECT " + doltColumns + " FROM wisps) i"
 
 // doltColumns are the columns of doltSource.
-const doltColumns = "id, status, assignee, priority, issue_type, created_at, is_blocked, pinned, ephemeral, defer_until"
+const doltColumns = "id, status, assignee, priority, issue_type, created_at, is_blocked, pinned, ephemeral, defer_until, metadata"
 
 // doltSourceOf is doltSource narrowed to one id in each table: the server
 // does not push a condition on the union into it, and a claim by id would
@@ -654,6 +688,11 @@ func doltRetryable(err error) bool { return dolt.IsConflict(err) || errors.Is(er
 
 func (t *doltTx) heldCount(agent string) (int64, error) {
 	return t.dq.IssueHeldCount(t.ctx, t.conn, doltdb.IssueHeldCountParams{Agent: text(agent)})
+}
+
+func (t *doltTx) customTypes() ([]string, error) {
+	v, err := t.dq.CustomTypes(t.ctx, t.conn)
+	return []string{v.TableTypes, v.ConfigTypes}, err
 }
 
 // narrow leaves the deferred-parent rule out of spec when no issue or

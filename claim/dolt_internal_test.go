@@ -198,6 +198,10 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 		{"claim next, a wisp", nil, true, nil, func(s *Store, _, label string) error {
 			return ok(s.Claim(ctx, Request{Agent: "a", Filters: Filters{IncludeLabels: []string{label}}}))
 		}},
+		{"claim next, every filter", nil, false, nil, func(s *Store, _, label string) error {
+			return ok(s.Claim(ctx, Request{Agent: "a", Filters: Filters{IncludeLabels: []string{label}, LabelsAny: []string{label, "x"}, LabelPattern: "case*",
+				LabelRegex: "^" + label + "$", ExcludeTypes: []string{"chore", "mr"}, IncludeDeferred: true}}))
+		}},
 		{"claim --id of a wisp, max held", nil, true, nil, func(s *Store, id, _ string) error {
 			return ok(s.Claim(ctx, Request{Agent: "wb", ID: id, MaxHeld: 2}))
 		}},

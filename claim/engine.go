@@ -58,6 +58,11 @@ type engineTx interface {
 	held() ([]claimEvent, error)
 	// heldCount counts the in_progress issues agent holds.
 	heldCount(agent string) (int64, error)
+	// customTypes lists the workspace's own issue types as its bd reads
+	// them from the database (config types.custom, on Dolt also the
+	// custom_types table), unparsed: each a comma-separated list or a
+	// JSON array (parseTypes).
+	customTypes() ([]string, error)
 	// read loads issue id for a write.
 	read(id string) (*row, error)
 	// narrow leaves out of spec the rules that cannot refuse anything

@@ -26,6 +26,9 @@ func (s *Store) Explain(ctx context.Context, req Request) (Explanation, error) {
 	if err := req.Validate(); err != nil {
 		return Explanation{}, err
 	}
+	if err := s.admit(ctx, req.Filters); err != nil {
+		return Explanation{}, err
+	}
 	e := Explanation{Excluded: map[string]int{}, MaxHeld: req.MaxHeld}
 	err := s.look(ctx, "explain the claim", func(t *txn) error {
 		spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now)

@@ -122,6 +122,22 @@ func TestEveryStatementFailureRollsBack(t *testing.T) {
 	}
 	for _, tc := range []faultCase{
 		{"claim next", nil, func(s *Store) error { return ok(s.Claim(ctx, Request{Agent: "a"})) }},
+		{"claim next, every filter", nil, func(s *Store) error {
+			two := 2
+			res, err := s.Claim(ctx, Request{Agent: "a", Filters: Filters{LabelsAny: []string{"backend", "urgent"}, LabelPattern: "back*",
+				ExcludeTypes: []string{"chore"}, HasMetadataKey: "k", MetadataFields: map[string]string{"k": "v"}, IncludeDeferred: true, Priority: &two}})
+			if err == nil && res.Issue != nil {
+				return errors.New("claimed an issue without metadata")
+			}
+			return err
+		}},
+		{"claim next, --exclude-type", nil, func(s *Store) error {
+			res, err := s.Claim(ctx, Request{Agent: "a", Filters: Filters{LabelsAny: []string{"backend"}, ExcludeTypes: []string{"chore", "feat"}, IncludeDeferred: true}})
+			if err == nil && res.Issue == nil {
+				return errors.New("claimed nothing")
+			}
+			return err
+		}},
 		{"claim next, max held", held, func(s *Store) error { return ok(s.Claim(ctx, Request{Agent: "w", MaxHeld: 1})) }},
 		{"claim next, takeover", leased, func(s *Store) error { return ok(s.Claim(ctx, Request{Agent: "new"})) }},
 		{"dry run, takeover", leased, func(s *Store) error { return ok(s.Claim(ctx, Request{Agent: "new", DryRun: true})) }},

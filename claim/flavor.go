@@ -2,6 +2,7 @@ package claim
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,15 @@ type flavor struct {
 	excludedTypes []string
 	idPatterns    []string // ids containing one of them are never ready
 	deferral      func(now string) []rule
+	// deferral is nil where bd has no defer_until.
+	// glob, regexp and metadata are how bd ready's --label-pattern,
+	// --label-regex and metadata filters read on this engine; regexp and
+	// metadata are nil where that bd has no such filter.
+	glob     func(col, pattern string) sq.Sqlizer
+	regexp   func(col, re string) sq.Sqlizer
+	metadata *metadataMatch
+	kind     string   // the engine, as refusals name it: SQLite, Dolt
+	types    []string // the issue types built into the flavor's bd
 	// hybrid is the ORDER BY clause (and its arguments) of the hybrid
 	// sort as of now: recent issues (48h) by priority first, then the
 	// older ones by age.
@@ -56,14 +66,59 @@ type flavor struct {
 }
 
 // readyRules appends the exclusions of `bd ready` for this flavor, as of
-// now, to rules. With a type filter, bd ready lists the types it otherwise
-// excludes.
-func (f flavor) readyRules(rules []rule, now string, typeFilter bool) []rule {
+// now, to rules, as the filters adjust them. With a type filter, bd ready
+// lists the types it otherwise excludes, and ignores --exclude-type; with
+// --include-deferred it drops its deferral rules.
+func (f flavor) readyRules(rules []rule, now string, fs Filters) []rule {
 	rules = append(rules, f.ready...)
-	if len(f.excludedTypes) > 0 && !typeFilter {
+	if len(f.excludedTypes) > 0 && len(fs.Types) == 0 {
 		rules = append(rules, rule{"excluded_type", "its type (" + strings.Join(f.excludedTypes, ", ") + ") is never ready", sq.NotEq{"i.issue_type": f.excludedTypes}})
 	}
+	if len(fs.ExcludeTypes) > 0 && len(fs.Types) == 0 {
+		rules = append(rules, rule{"exclude_type", "its type is in --exclude-type", sq.NotEq{"LOWER(i.issue_type)": fs.ExcludeTypes}}) // Validate lowered them
+	}
+	if f.deferral == nil || fs.IncludeDeferred {
+		return rules
+	}
 	return append(rules, f.deferral(now)...)
+}
+
+// metadataMatch is how a flavor reads bd's issues.metadata (a JSON object)
+// as bd ready's --has-metadata-key and --metadata-field do, for a row i.
+type metadataMatch struct {
+	has   func(key string) sq.Sqlizer        // the object has the top-level key (a JSON null counts)
+	field func(key, value string) sq.Sqlizer // the key's value, unquoted, is value
+}
+
+// refuse says which of fs the workspace's bd has no concept of (nil when
+// it has every one): bd-claim refuses such a filter rather than ignore it.
+func (f flavor) refuse(fs Filters) error {
+	var missing []string
+	if fs.LabelRegex != "" && f.regexp == nil {
+		missing = append(missing, "--label-regex (no REGEXP in its database)")
+	}
+	if (fs.HasMetadataKey != "" || len(fs.MetadataFields) > 0) && f.metadata == nil {
+		missing = append(missing, "--has-metadata-key and --metadata-field (no issues.metadata column)")
+	}
+	if fs.IncludeDeferred && f.deferral == nil {
+		missing = append(missing, "--include-deferred (no defer_until)")
+	}
+	if len(missing) > 0 {
+		return Errorf(EInvalid, "the workspace's bd %s (%s) has no such filter: %s", f.version, f.kind, strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// jsonKey is the JSON path of a top-level metadata key, quoted as bd's
+// storage.JSONMetadataPath quotes it, so that a dotted key is one key (the
+// key is checked: no quote or backslash).
+func jsonKey(key string) string { return `$."` + key + `"` }
+
+// knownType says whether t is a type the flavor's bd builds in, or one of
+// custom, in any case.
+func (f flavor) knownType(t string, custom []string) bool {
+	same := func(u string) bool { return strings.EqualFold(u, t) }
+	return slices.ContainsFunc(f.types, same) || slices.ContainsFunc(f.excludedTypes, same) || slices.ContainsFunc(custom, same)
 }
 
 // eventAt is t as the flavor writes an event's time.

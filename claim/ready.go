@@ -2,6 +2,7 @@ package claim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -46,21 +47,46 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	} else {
 		add("assignee", "it is assigned to someone else", sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.assignee = ? OR i.status = 'in_progress')", agent))
 	}
-	spec.rules = fl.readyRules(spec.rules, nowText, len(f.Types) > 0)
+	spec.rules = fl.readyRules(spec.rules, nowText, f)
 	spec.rules = append(spec.rules, p.rules(fl.history, now)...)
+	// hasLabel is true for an issue with a label for which pred (on l) holds.
+	hasLabel := func(pred sq.Sqlizer) sq.Sqlizer {
+		return sq.Expr("EXISTS (SELECT 1 FROM "+fl.labels+" l WHERE l.issue_id = i.id AND ?)", pred)
+	}
 	for _, l := range f.IncludeLabels {
-		add("label:"+l, fmt.Sprintf("it lacks the label %q", l),
-			sq.Expr("EXISTS (SELECT 1 FROM "+fl.labels+" l WHERE l.issue_id = i.id AND l.label = ?)", l))
+		add("label:"+l, fmt.Sprintf("it lacks the label %q", l), hasLabel(sq.Eq{"l.label": l}))
+	}
+	if len(f.LabelsAny) > 0 {
+		add("label_any", "it has none of the labels in --label-any", hasLabel(sq.Eq{"l.label": f.LabelsAny}))
 	}
 	if len(f.ExcludeLabels) > 0 {
-		add("exclude_label", "it has a label in --exclude-label",
-			sq.Expr("NOT EXISTS (SELECT 1 FROM "+fl.labels+" l WHERE l.issue_id = i.id AND ?)", sq.Eq{"l.label": f.ExcludeLabels}))
+		add("exclude_label", "it has a label in --exclude-label", sq.Expr("NOT ?", hasLabel(sq.Eq{"l.label": f.ExcludeLabels})))
+	}
+	if f.LabelPattern != "" {
+		add("label_pattern", fmt.Sprintf("none of its labels matches --label-pattern %q", f.LabelPattern), hasLabel(fl.glob("l.label", f.LabelPattern)))
+	}
+	// A filter the flavor has no means for (regexp, metadata nil) never
+	// gets here: Store.admit refuses it first (flavor.refuse).
+	if f.LabelRegex != "" && fl.regexp != nil {
+		add("label_regex", fmt.Sprintf("none of its labels matches --label-regex %q", f.LabelRegex), hasLabel(fl.regexp("l.label", f.LabelRegex)))
 	}
 	if f.MinPriority != nil {
 		add("priority", fmt.Sprintf("its priority is below P%d", *f.MinPriority), sq.Expr("i.priority <= ?", *f.MinPriority))
 	}
+	if f.Priority != nil {
+		add("exact_priority", fmt.Sprintf("its priority is not P%d", *f.Priority), sq.Eq{"i.priority": *f.Priority})
+	}
 	if len(f.Types) > 0 {
 		add("type", "its type is not in --type", sq.Eq{"LOWER(i.issue_type)": f.Types}) // Validate lowered f.Types
+	}
+	if fl.metadata != nil {
+		if f.HasMetadataKey != "" {
+			add("has_metadata_key", fmt.Sprintf("its metadata has no key %q", f.HasMetadataKey), fl.metadata.has(f.HasMetadataKey))
+		}
+		for _, k := range slices.Sorted(maps.Keys(f.MetadataFields)) {
+			v := f.MetadataFields[k]
+			add("metadata_field:"+k, fmt.Sprintf("its metadata %q is not %q", k, v), fl.metadata.field(k, v))
+		}
 	}
 	if f.Parent != "" {
 		add("parent", fmt.Sprintf("it is not a descendant of %s", f.Parent), fl.under(f.Parent))

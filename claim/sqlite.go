@@ -252,6 +252,11 @@ func (x sqliteTx) heldCount(agent string) (int64, error) {
 	return x.e.q.IssueHeldCount(x.ctx, x.conn, agent)
 }
 
+func (x sqliteTx) customTypes() ([]string, error) {
+	v, err := x.e.q.CustomTypes(x.ctx, x.conn)
+	return []string{v}, err
+}
+
 // read loads one issue with the columns the flavor reads.
 func (x sqliteTx) read(id string) (*row, error) {
 	cols := x.flavor.readCols
@@ -739,7 +744,11 @@ func sqliteFlavor(v Version, columns map[string]bool, idPatterns string) flavor 
 		eventTime: sqliteTime, rowTime: rowTime, history: sqliteHistory,
 		notBlocked: rule{"blocked", "it is blocked by an open dependency (blocked_issues_cache)",
 			sq.Expr("NOT EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = i.id)")},
-		leaseExpired: leaseExpired, deferral: noDeferral, hybrid: sqliteHybrid,
+		leaseExpired: leaseExpired, hybrid: sqliteHybrid,
+		glob: sqliteGlob, kind: "SQLite", types: []string{"bug", "feature", "task", "epic", "chore", "event"},
+	}
+	if columns["metadata"] {
+		f.metadata = &sqliteMetadata
 	}
 	if columns["defer_until"] && v.AtLeast(0, 43, 0) {
 		f.deferral = sqliteDeferral
@@ -810,8 +819,27 @@ func excludeIDPatterns(v Version, configured string) []string {
 	}
 }
 
-// noDeferral is bd ready before defer_until (bd < v0.43): nothing is deferred.
-func noDeferral(string) []rule { return nil }
+// sqliteGlob is bd ready --label-pattern (a glob, case-sensitive: LIKE
+// on Dolt's binary collation) in SQLite's GLOB, whose * and ? are bd's and
+// whose [ is made literal, as it is in bd's LIKE.
+func sqliteGlob(col, pattern string) sq.Sqlizer {
+	return sq.Expr(col+" GLOB ?", strings.ReplaceAll(pattern, "[", "[[]"))
+}
+
+// sqliteMetadata reads issues.metadata (JSON text, where the column is) as bd
+// v1.3.0's JSON_UNQUOTE(JSON_EXTRACT(metadata, '$."key"')) does on Dolt:
+// a string's text, any other value's JSON text (2, true, null). A row
+// whose metadata is not JSON matches nothing.
+var sqliteMetadata = metadataMatch{
+	has: func(key string) sq.Sqlizer {
+		return sq.Expr("CASE WHEN json_valid(i.metadata) THEN json_type(i.metadata, ?) IS NOT NULL ELSE 0 END", jsonKey(key))
+	},
+	field: func(key, value string) sq.Sqlizer {
+		p := jsonKey(key)
+		return sq.Expr(`CASE WHEN json_valid(i.metadata) THEN COALESCE(CASE json_type(i.metadata, ?) WHEN 'text' THEN json_extract(i.metadata, ?)
+			ELSE i.metadata -> ? END = ?, 0) ELSE 0 END`, p, p, p, value)
+	},
+}
 
 // sqliteDeferral is bd ready's defer_until rule on SQLite.
 func sqliteDeferral(now string) []rule {

@@ -2,6 +2,7 @@ package claim_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,15 @@ func TestFiltersValidateCases(t *testing.T) {
 		{"blank type", claim.Filters{Types: []string{"\t"}}, "empty value"},
 		{"priority -1", claim.Filters{MinPriority: p(-1)}, "min priority -1 is outside 0-4"},
 		{"priority 5", claim.Filters{MinPriority: p(5)}, "min priority 5 is outside 0-4"},
+		{"exact priority 5", claim.Filters{Priority: p(5)}, "priority 5 is outside 0-4"},
+		{"exact priority 0", claim.Filters{Priority: p(0)}, ""},
+		{"blank label-any", claim.Filters{LabelsAny: []string{"a", " "}}, "empty value"},
+		{"regex", claim.Filters{LabelRegex: `^tech-(debt|legacy)$`}, ""},
+		{"invalid regex", claim.Filters{LabelRegex: "tech-("}, `invalid --label-regex "tech-("`},
+		{"dotted and slashed keys", claim.Filters{HasMetadataKey: "gc.routed_to", MetadataFields: map[string]string{"jira/sprint": "", "_x": "a=b"}}, ""},
+		{"bad has-metadata-key", claim.Filters{HasMetadataKey: "9lives"}, `invalid --has-metadata-key "9lives"`},
+		{"bad metadata-field key", claim.Filters{MetadataFields: map[string]string{"ok": "1", "a-b": "1"}}, `invalid --metadata-field key "a-b"`},
+		{"empty exclude-type", claim.Filters{ExcludeTypes: []string{"bug,,task"}}, `empty type in --exclude-type "bug,,task"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.f.Validate()
@@ -221,7 +231,8 @@ func TestStoreBadRequestMessages(t *testing.T) {
 }
 
 // Types match an issue's type in any case, on the database; an unknown
-// type matches nothing, and a claim-next that finds nothing says why.
+// type is refused with its name (INVALID_ARGUMENT), and a claim-next that
+// finds nothing says why.
 func TestClaimTypesAnyCase(t *testing.T) {
 	t.Parallel()
 	root := fixture(t, "0.49.6")
@@ -239,9 +250,41 @@ func TestClaimTypesAnyCase(t *testing.T) {
 	assert.Assert(t, res.Issue != nil)
 	assert.Equal(t, res.Issue.ID, first.ID)
 	for _, dry := range []bool{true, false} {
-		res, err = s.Claim(ctx, claim.Request{Agent: "x", DryRun: dry, Filters: claim.Filters{Types: []string{"nonsense"}}})
+		_, err = s.Claim(ctx, claim.Request{Agent: "x", DryRun: dry, Filters: claim.Filters{Types: []string{"nonsense"}}})
+		assert.Equal(t, claim.ErrorCode(err), claim.EInvalid)
+		assert.ErrorContains(t, err, `unknown --type "nonsense"`)
+		res, err = s.Claim(ctx, claim.Request{Agent: "x", DryRun: dry, Filters: claim.Filters{IncludeLabels: []string{"nothing-has-it"}}})
 		assert.NilError(t, err)
 		assert.Assert(t, res.Issue == nil)
 		assert.Equal(t, res.Reason, claim.NoReadyIssue)
+	}
+}
+
+// --exclude-type is split at commas, trimmed, lower-cased, deduplicated,
+// with bd's aliases expanded, as bd ready normalises it (but for the case);
+// --type the same, but for the commas.
+func TestFiltersExcludeTypesNormalised(t *testing.T) {
+	t.Parallel()
+	f := claim.Filters{ExcludeTypes: []string{"bug, FEAT", "mr,epic", "bug", "Chore"}}
+	assert.NilError(t, f.Validate())
+	assert.DeepEqual(t, f.ExcludeTypes, []string{"bug", "feature", "merge-request", "epic", "chore"})
+	f = claim.Filters{Types: []string{" MR", "Bug", "bug"}}
+	assert.NilError(t, f.Validate())
+	assert.DeepEqual(t, f.Types, []string{"merge-request", "bug"})
+}
+
+// A --metadata-field splits at its first =: the value may be empty or
+// hold more =; no = or no key is refused with the value given.
+func TestParseMetadataField(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string][2]string{"gc.routed_to=pool-a": {"gc.routed_to", "pool-a"}, "k=": {"k", ""}, "k=a=b": {"k", "a=b"}} {
+		k, v, err := claim.ParseMetadataField(in)
+		assert.NilError(t, err)
+		assert.DeepEqual(t, [2]string{k, v}, want)
+	}
+	for _, in := range []string{"novalue", "=v", ""} {
+		_, _, err := claim.ParseMetadataField(in)
+		assert.Equal(t, claim.ErrorCode(err), claim.EInvalid)
+		assert.ErrorContains(t, err, fmt.Sprintf("invalid --metadata-field %q: expected key=value", in))
 	}
 }

@@ -56,7 +56,8 @@ func TestFiltersValidate(t *testing.T) {
 	t.Parallel()
 	f := claim.Filters{}
 	assert.NilError(t, f.Validate())
-	assert.DeepEqual(t, f, claim.Filters{Sort: claim.SortPriority, IncludeLabels: []string{}, ExcludeLabels: []string{}, Types: []string{}})
+	assert.DeepEqual(t, f, claim.Filters{Sort: claim.SortPriority, IncludeLabels: []string{}, LabelsAny: []string{}, ExcludeLabels: []string{},
+		Types: []string{}, ExcludeTypes: []string{}, MetadataFields: map[string]string{}})
 
 	bad := func(f claim.Filters, msg string) {
 		t.Helper()

@@ -112,6 +112,9 @@ func init() {
 type options struct {
 	req                 claim.Request
 	minPriority, sort   string
+	priority, refused   string
+	metadataFields      []string
+	directory           string
 	workspace, db, dsn  string
 	json, human, pretty bool
 	quiet, help         bool
@@ -147,6 +150,7 @@ func newFlags(c *command, o *options) *pflag.FlagSet {
 	o.fs = fs
 	fs.StringVar(&o.req.Agent, "agent", "", "agent name written as assignee and event actor (default $BD_ACTOR)")
 	c.flags(fs, o)
+	fs.StringVarP(&o.directory, "directory", "C", "", "run as if started in this directory (as bd -C): --workspace and a relative --db start there")
 	fs.StringVar(&o.workspace, "workspace", "", "start the search for .beads/ here (default: working directory)")
 	fs.StringVar(&o.db, "db", "", "database file (default: discovered as bd does)")
 	fs.StringVar(&o.dsn, "dsn", "", "Dolt server database as user:password@tcp(host:port)/database (default $BD_CLAIM_DSN, else as bd finds it)")
@@ -184,10 +188,18 @@ var policyNames = []string{"backoff-initial", "backoff-multiplier", "backoff-max
 
 func claimFlagSet(fs *pflag.FlagSet, o *options) {
 	fs.StringArrayVar(&o.req.Filters.IncludeLabels, "label", nil, "only issues with this label (repeatable: all of them; default: config directory.labels for the directory, as bd ready)")
+	fs.StringArrayVar(&o.req.Filters.LabelsAny, "label-any", nil, "only issues with at least one of these labels (repeatable)")
 	fs.StringArrayVar(&o.req.Filters.ExcludeLabels, "exclude-label", nil, "skip issues with this label (repeatable: any of them)")
+	fs.StringVar(&o.req.Filters.LabelPattern, "label-pattern", "", "only issues with a label matching this glob (* and ?; case-sensitive)")
+	fs.StringVar(&o.req.Filters.LabelRegex, "label-regex", "", "only issues with a label matching this regular expression (unanchored)")
 	fs.StringVar(&o.minPriority, "min-priority", "", "only issues at least this urgent: 0-4, P0-P4 or critical|high|medium|low|backlog")
+	fs.StringVar(&o.priority, "priority", "", "only issues of exactly this priority (as --min-priority spells it)")
 	fs.BoolVar(&o.req.Filters.OnlyUnassigned, "only-unassigned", false, "skip open issues already assigned to this agent")
 	fs.StringArrayVar(&o.req.Filters.Types, "type", nil, "only issues of this type (repeatable)")
+	fs.StringArrayVar(&o.req.Filters.ExcludeTypes, "exclude-type", nil, "skip issues of these types too (repeatable or comma-separated; ignored with --type, as bd ready)")
+	fs.StringVar(&o.req.Filters.HasMetadataKey, "has-metadata-key", "", "only issues whose metadata has this top-level key")
+	fs.StringArrayVar(&o.metadataFields, "metadata-field", nil, "only issues whose metadata key=value (repeatable: all of them)")
+	fs.BoolVar(&o.req.Filters.IncludeDeferred, "include-deferred", false, "also issues deferred to the future, and children of deferred parents")
 	fs.StringVar(&o.req.Filters.Parent, "parent", "", "only descendants of this issue (parent-child edges)")
 	fs.StringVar(&o.sort, "sort", "priority", "order: priority (P0 first, then oldest), hybrid or oldest (as bd ready)")
 	fs.StringVar(&o.req.ID, "id", "", "claim this issue only (compare-and-swap)")
@@ -196,6 +208,11 @@ func claimFlagSet(fs *pflag.FlagSet, o *options) {
 	fs.BoolVar(&o.explain, "explain", false, "with --dry-run: count the open issues each rule excludes")
 	fs.StringVar(&o.wait, "wait", "0", "when nothing is claimable, wait up to this long (e.g. 30s, 10m) for an issue")
 	settingFlags(fs, o, append([]string{"lease", "max-held"}, policyNames...)...)
+	// bd ready --claim refuses these; they are here to say why.
+	fs.StringVar(&o.refused, "mol", "", "")
+	fs.StringVar(&o.refused, "assignee", "", "")
+	_ = fs.MarkHidden("mol")
+	_ = fs.MarkHidden("assignee")
 }
 
 func claimCheck(o *options) error {
@@ -204,12 +221,33 @@ func claimCheck(o *options) error {
 	if o.fs.Changed("id") && strings.TrimSpace(o.req.ID) == "" {
 		return claim.Errorf(claim.EInvalid, "--id is empty: give an issue id, or omit --id to claim the next ready issue")
 	}
-	if o.minPriority != "" {
-		p, err := claim.ParsePriority(o.minPriority)
+	switch {
+	case o.fs.Changed("mol"):
+		return claim.Errorf(claim.EInvalid, "--mol: bd ready --claim refuses it too (bd ready --mol lists a molecule's ready steps; --parent MOLECULE claims among its ready descendants)")
+	case o.fs.Changed("assignee"):
+		return claim.Errorf(claim.EInvalid, "--assignee: bd ready --claim refuses it too; the claim is for --agent, and --only-unassigned skips assigned issues")
+	}
+	for _, p := range []struct {
+		flag string
+		to   **int
+	}{{o.minPriority, &o.req.Filters.MinPriority}, {o.priority, &o.req.Filters.Priority}} {
+		if p.flag != "" {
+			v, err := claim.ParsePriority(p.flag)
+			if err != nil {
+				return err
+			}
+			*p.to = &v
+		}
+	}
+	for _, kv := range o.metadataFields {
+		k, v, err := claim.ParseMetadataField(kv)
 		if err != nil {
 			return err
 		}
-		o.req.Filters.MinPriority = &p
+		if o.req.Filters.MetadataFields == nil {
+			o.req.Filters.MetadataFields = map[string]string{}
+		}
+		o.req.Filters.MetadataFields[k] = v // a key given again: the last value, as bd ready
 	}
 	o.req.Filters.Sort = claim.Sort(o.sort)
 	if o.explain && !o.req.DryRun {
@@ -244,7 +282,7 @@ func doClaim(ctx context.Context, s *claim.Store, o *options, out output, log *s
 	req.MaxHeld = o.cfg.MaxHeld
 	// Without --label, a claim-next takes what bd ready would list in the
 	// agent's directory.
-	if o.dirLabel != "" && req.ID == "" && len(req.Filters.IncludeLabels) == 0 {
+	if o.dirLabel != "" && req.ID == "" && len(req.Filters.IncludeLabels) == 0 && len(req.Filters.LabelsAny) == 0 {
 		req.Filters.IncludeLabels = []string{o.dirLabel}
 	}
 	filters := slog.Any("filters", req.Filters)
@@ -390,6 +428,13 @@ func (o *options) validate(c *command) error {
 	if err := checkLengths(fs); err != nil {
 		return err
 	}
+	if o.directory != "" {
+		for _, p := range []*string{&o.workspace, &o.db} {
+			if (*p != "" || p == &o.workspace) && !filepath.IsAbs(*p) {
+				*p = filepath.Join(o.directory, *p)
+			}
+		}
+	}
 	if o.json && o.human {
 		return claim.Errorf(claim.EInvalid, "--json and --human exclude each other")
 	}
@@ -412,9 +457,10 @@ func (o *options) validate(c *command) error {
 }
 
 // uncapped are the flags whose values may be longer than
-// claim.MaxValueLen: paths, the DSN, and the reason (capped at
+// claim.MaxValueLen: paths, the DSN, metadata values (their keys are
+// capped by the library), and the reason (capped at
 // claim.MaxReasonLen by the library).
-var uncapped = map[string]bool{"workspace": true, "db": true, "dsn": true, "reason": true}
+var uncapped = map[string]bool{"workspace": true, "db": true, "directory": true, "dsn": true, "reason": true, "metadata-field": true}
 
 // checkLengths refuses a flag's value longer than claim.MaxValueLen, as
 // bd's columns would, before any is echoed in an error.

@@ -212,6 +212,29 @@ func TestBadInput(t *testing.T) {
 		{"negative timeout", 2, claim.EInvalid, "--timeout-ms must be 0 or more", fixtureWith("--agent", "a", "--timeout-ms", "-1")},
 		{"stray argument", 2, claim.EInvalid, `unexpected argument "claim"`, fixtureWith("--agent", "a", "claim")},
 		{"empty label", 2, claim.EInvalid, "empty value", fixtureWith("--agent", "a", "--label", "")},
+		{"metadata-field without =", 2, claim.EInvalid, `invalid --metadata-field "gc.routed_to": expected key=value`, fixtureWith("--agent", "a", "--metadata-field", "gc.routed_to")},
+		{"bad metadata key", 2, claim.EInvalid, `invalid --has-metadata-key "a b"`, fixtureWith("--agent", "a", "--has-metadata-key", "a b")},
+		{"unknown exact priority", 2, claim.EInvalid, `unknown priority "9"`, fixtureWith("--agent", "a", "--priority", "9")},
+		{"invalid regex", 2, claim.EInvalid, `invalid --label-regex "tech-("`, fixtureWith("--agent", "a", "--label-regex", "tech-(")},
+		{"regex on SQLite", 2, claim.EInvalid, "the workspace's bd 0.49.6 (SQLite) has no such filter: --label-regex", fixtureWith("--agent", "a", "--label-regex", "tech-.*")},
+		{"unknown exclude-type", 2, claim.EInvalid, `unknown --exclude-type "bogus"`, fixtureWith("--agent", "a", "--exclude-type", "bug,bogus")},
+		{"--mol", 2, claim.EInvalid, "--mol: bd ready --claim refuses it too", fixtureWith("--agent", "a", "--mol", "fx-mol")},
+		{"--assignee", 2, claim.EInvalid, "--assignee: bd ready --claim refuses it too", fixtureWith("--agent", "a", "--assignee", "a")},
+		{"-C", 0, "", "", func(t *testing.T) (string, []string) {
+			return t.TempDir(), []string{"--agent", "a", "-C", claimtest.Fixture(t, "0.49.6"), "--dry-run"}
+		}},
+		{"-C with a relative --db", 0, "", "", func(t *testing.T) (string, []string) {
+			return t.TempDir(), []string{"--agent", "a", "-C", claimtest.Fixture(t, "0.49.6"), "--db", ".beads/beads.db", "--dry-run"}
+		}},
+		{"-C with a relative --workspace", 0, "", "", func(t *testing.T) (string, []string) {
+			root := claimtest.Fixture(t, "0.49.6")
+			return t.TempDir(), []string{"--agent", "a", "-C", filepath.Dir(root), "--workspace", filepath.Base(root), "--dry-run"}
+		}},
+		{"-C elsewhere", 5, claim.EWorkspace, "no .beads directory", func(t *testing.T) (string, []string) {
+			dir := t.TempDir()
+			assert.NilError(t, os.Mkdir(filepath.Join(dir, ".git"), 0o755))
+			return claimtest.Fixture(t, "0.49.6"), []string{"--agent", "a", "-C", dir}
+		}},
 		// A script whose variable is empty: --id "" is a mistake, not "claim the next one".
 		{"empty id", 2, claim.EInvalid, "--id is empty: give an issue id, or omit --id to claim the next ready issue", fixtureWith("--agent", "a", "--id", "")},
 		{"blank id", 2, claim.EInvalid, "--id is empty", fixtureWith("--agent", "a", "--id", " ")},
@@ -552,4 +575,22 @@ func TestRacingByID(t *testing.T) {
 			assert.Equal(t, decode(t, r).Error.Holder, winner)
 		}
 	}
+}
+
+// The filters as the flags give them, echoed in the JSON: --metadata-field
+// is repeatable (a key given again keeps its last value, as bd ready),
+// --exclude-type is split at commas with bd's aliases expanded, --priority
+// is spelled as --min-priority is.
+func TestFilterFlags(t *testing.T) {
+	t.Parallel()
+	root := claimtest.Fixture(t, "0.49.6")
+	r := run(t, root, nil, "--agent", "a", "--dry-run", "--quiet", "--label-any", "backend", "--label-any", "ops",
+		"--label-pattern", "back*", "--priority", "high", "--exclude-type", "feat,chore", "--has-metadata-key", "gc.routed_to",
+		"--metadata-field", "gc.routed_to=pool-a", "--metadata-field", "n=1", "--metadata-field", "n=2=3", "--include-deferred")
+	out := decode(t, r)
+	one := 1
+	assert.DeepEqual(t, out.Filters, claim.Filters{IncludeLabels: []string{}, LabelsAny: []string{"backend", "ops"}, ExcludeLabels: []string{},
+		LabelPattern: "back*", Priority: &one, Types: []string{}, ExcludeTypes: []string{"feature", "chore"}, HasMetadataKey: "gc.routed_to",
+		MetadataFields: map[string]string{"gc.routed_to": "pool-a", "n": "2=3"}, IncludeDeferred: true, Sort: claim.SortPriority})
+	assert.Equal(t, r.ExitCode, 3, "no issue of the fixture has metadata: %s", r.Combined())
 }

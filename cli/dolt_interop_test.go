@@ -396,6 +396,16 @@ func TestDoltDirectoryLabelsAsBdReady(t *testing.T) {
 	r = run(t, sub, w.Env, "--agent", "a", "--dry-run", "--quiet")
 	r.Assert(t, icmd.Success)
 	assert.Assert(t, strings.Contains(r.Stdout(), `"id":"`+mav+`"`) && strings.Contains(r.Stdout(), `"include_labels":["maverick"]`), r.Stdout())
+
+	// --label-any replaces the scoping too, in bd ready and in bd-claim.
+	ops := create("ops work", "-p", "1", "-l", "ops")
+	r = icmd.RunCmd(icmd.Command(claimtest.BdDoltBin(), "ready", "--json", "--label-any", "ops"), icmd.Dir(sub), icmd.WithEnv(w.Env...))
+	r.Assert(t, icmd.Success)
+	assert.NilError(t, json.Unmarshal([]byte(r.Stdout()), &listed), r.Combined())
+	assert.Assert(t, len(listed) == 1 && listed[0].ID == ops, "bd ready --label-any ops in %s: %v", sub, listed)
+	r = run(t, sub, w.Env, "--agent", "a", "--dry-run", "--quiet", "--label-any", "ops")
+	r.Assert(t, icmd.Success)
+	assert.Assert(t, strings.Contains(r.Stdout(), `"id":"`+ops+`"`) && strings.Contains(r.Stdout(), `"include_labels":[]`), r.Stdout())
 }
 
 // besideBd drains a workspace of 40 issues with 8 `bd ready --claim`

@@ -64,20 +64,28 @@ var mcpCommand = &command{
 // decided by the command's validation.
 type (
 	claimArgs struct {
-		ID             string      `json:"id,omitempty" flag:"id" jsonschema:"claim this issue only (compare-and-swap); omit to claim the next ready issue"`
-		ClaimID        int64       `json:"claim_id,omitempty" flag:"claim-id" jsonschema:"with id: succeed only while you still hold the issue under this claim_id"`
-		Labels         []string    `json:"labels,omitempty" flag:"label" jsonschema:"only issues with all of these labels"`
-		ExcludeLabels  []string    `json:"exclude_labels,omitempty" flag:"exclude-label" jsonschema:"skip issues with any of these labels"`
-		MinPriority    priorityArg `json:"min_priority,omitempty" flag:"min-priority" jsonschema:"only issues at least this urgent: 0 (critical) to 4 (backlog); \"P1\" or \"high\" are accepted too"`
-		Types          []string    `json:"types,omitempty" flag:"type" jsonschema:"only issues of one of these types (bug, task, feature, chore... any case); an unknown type matches nothing"`
-		Parent         string      `json:"parent,omitempty" flag:"parent"`
-		Sort           string      `json:"sort,omitempty" flag:"sort"`
-		OnlyUnassigned bool        `json:"only_unassigned,omitempty" flag:"only-unassigned"`
-		DryRun         bool        `json:"dry_run,omitempty" flag:"dry-run"`
-		Explain        bool        `json:"explain,omitempty" flag:"explain"`
-		Lease          string      `json:"lease,omitempty" flag:"lease" jsonschema:"lease of the claim as a Go duration (10m); the server renews it while it runs. Default: the lease setting"`
-		MaxHeld        int         `json:"max_held,omitempty" flag:"max-held" jsonschema:"claim nothing new while you hold this many in_progress issues; 0 = no limit. Default: the max-held setting"`
-		Wait           string      `json:"wait,omitempty" flag:"wait" jsonschema:"when nothing is claimable, wait up to this long (a Go duration: 50s) for an issue; the server sends progress while waiting when the call has a progressToken. Keep it under your client's request timeout (often 60s) and call again to wait longer"`
+		ID              string      `json:"id,omitempty" flag:"id" jsonschema:"claim this issue only (compare-and-swap); omit to claim the next ready issue"`
+		ClaimID         int64       `json:"claim_id,omitempty" flag:"claim-id" jsonschema:"with id: succeed only while you still hold the issue under this claim_id"`
+		Labels          []string    `json:"labels,omitempty" flag:"label" jsonschema:"only issues with all of these labels"`
+		LabelsAny       []string    `json:"labels_any,omitempty" flag:"label-any" jsonschema:"only issues with at least one of these labels"`
+		ExcludeLabels   []string    `json:"exclude_labels,omitempty" flag:"exclude-label" jsonschema:"skip issues with any of these labels"`
+		LabelPattern    string      `json:"label_pattern,omitempty" flag:"label-pattern"`
+		LabelRegex      string      `json:"label_regex,omitempty" flag:"label-regex"`
+		MinPriority     priorityArg `json:"min_priority,omitempty" flag:"min-priority" jsonschema:"only issues at least this urgent: 0 (critical) to 4 (backlog); \"P1\" or \"high\" are accepted too"`
+		Priority        priorityArg `json:"priority,omitempty" flag:"priority" jsonschema:"only issues of exactly this priority: 0 (critical) to 4 (backlog); \"P1\" or \"high\" are accepted too"`
+		Types           []string    `json:"types,omitempty" flag:"type" jsonschema:"only issues of one of these types (bug, task, feature, chore... any case; bd's aliases such as mr and feat too); a type that is neither built in nor one of the workspace's custom types is refused"`
+		ExcludeTypes    []string    `json:"exclude_types,omitempty" flag:"exclude-type" jsonschema:"skip issues of these types too (ignored with types); known types only, as for types"`
+		HasMetadataKey  string      `json:"has_metadata_key,omitempty" flag:"has-metadata-key"`
+		MetadataFields  []string    `json:"metadata_fields,omitempty" flag:"metadata-field" jsonschema:"only issues whose metadata matches each key=value"`
+		IncludeDeferred bool        `json:"include_deferred,omitempty" flag:"include-deferred"`
+		Parent          string      `json:"parent,omitempty" flag:"parent"`
+		Sort            string      `json:"sort,omitempty" flag:"sort"`
+		OnlyUnassigned  bool        `json:"only_unassigned,omitempty" flag:"only-unassigned"`
+		DryRun          bool        `json:"dry_run,omitempty" flag:"dry-run"`
+		Explain         bool        `json:"explain,omitempty" flag:"explain"`
+		Lease           string      `json:"lease,omitempty" flag:"lease" jsonschema:"lease of the claim as a Go duration (10m); the server renews it while it runs. Default: the lease setting"`
+		MaxHeld         int         `json:"max_held,omitempty" flag:"max-held" jsonschema:"claim nothing new while you hold this many in_progress issues; 0 = no limit. Default: the max-held setting"`
+		Wait            string      `json:"wait,omitempty" flag:"wait" jsonschema:"when nothing is claimable, wait up to this long (a Go duration: 50s) for an issue; the server sends progress while waiting when the call has a progressToken. Keep it under your client's request timeout (often 60s) and call again to wait longer"`
 	}
 	releaseArgs struct {
 		ID      string `json:"id" flag:"id"`
@@ -118,7 +126,7 @@ func (p *priorityArg) UnmarshalJSON(b []byte) error {
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return claim.Errorf(claim.EInvalid, "argument min_priority must be an integer from 0 to 4 or a string such as \"P1\" or \"high\", not %s", jsonKind(b))
+		return claim.Errorf(claim.EInvalid, "arguments min_priority and priority must be an integer from 0 to 4 or a string such as \"P1\" or \"high\", not %s", jsonKind(b))
 	}
 	*p = priorityArg(s)
 	return nil

@@ -141,6 +141,8 @@ func TestMCPTools(t *testing.T) {
 	}{
 		"claim": {map[string]string{"id": "string", "claim_id": "integer", "labels": "array", "exclude_labels": "array",
 			"min_priority": "integer", "types": "array", "parent": "string", "sort": "string", "only_unassigned": "boolean",
+			"labels_any": "array", "label_pattern": "string", "label_regex": "string", "priority": "integer", "exclude_types": "array",
+			"has_metadata_key": "string", "metadata_fields": "array", "include_deferred": "boolean",
 			"dry_run": "boolean", "explain": "boolean", "lease": "string", "max_held": "integer", "wait": "string"}, nil,
 			hints{}, []string{"claim_id", "dry_run", "explain", "filters", "lease_expires_at", "reason", "took_over"}},
 		"release":   {map[string]string{"id": "string", "claim_id": "integer", "reason": "string", "failed": "boolean"}, []string{"id"}, hints{}, []string{"attempt"}},
@@ -316,7 +318,7 @@ func TestMCPBadArguments(t *testing.T) {
 		{"claim", map[string]any{"max_held": -1}, `max_held: "-1" is not a whole number`},
 		{"claim", map[string]any{"min_priority": 5}, `unknown priority "5"`},
 		{"claim", map[string]any{"min_priority": 1.5}, `unknown priority "1.5"`},
-		{"claim", map[string]any{"min_priority": true}, "argument min_priority must be an integer from 0 to 4 or a string such as \"P1\" or \"high\", not boolean"},
+		{"claim", map[string]any{"min_priority": true}, "arguments min_priority and priority must be an integer from 0 to 4 or a string such as \"P1\" or \"high\", not boolean"},
 		{"claim", map[string]any{"min_priority": []int{1}}, "not array"},
 		{"claim", map[string]any{"min_priority": map[string]int{"p": 1}}, "not object"},
 		{"claim", map[string]any{"id": strings.Repeat("x", 1<<20)}, "id is 1048576 characters long; the limit is 255"},

@@ -9,6 +9,19 @@ import (
 	"context"
 )
 
+const customTypes = `-- name: CustomTypes :one
+SELECT CAST(COALESCE((SELECT value FROM config WHERE key = 'types.custom'), '') AS TEXT) AS custom_types
+`
+
+// CustomTypes is config types.custom, the workspace's own issue types as
+// bd writes them (a comma-separated list or a JSON array; ” when unset).
+func (q *Queries) CustomTypes(ctx context.Context, db DBTX) (string, error) {
+	row := db.QueryRowContext(ctx, customTypes)
+	var custom_types string
+	err := row.Scan(&custom_types)
+	return custom_types, err
+}
+
 const schemaColumns = `-- name: SchemaColumns :one
 WITH bd_tables(name) AS (
     VALUES ('issues'), ('labels'), ('dependencies'), ('blocked_issues_cache'),

@@ -27,6 +27,27 @@ func (q *Queries) CoordinationTouch(ctx context.Context, db DBTX, arg Coordinati
 	return err
 }
 
+const customTypes = `-- name: CustomTypes :one
+SELECT CONCAT(COALESCE((SELECT GROUP_CONCAT(name ORDER BY name SEPARATOR ',') FROM custom_types), '')) AS table_types,
+  CONCAT(COALESCE((SELECT ` + "`" + `value` + "`" + ` FROM config WHERE ` + "`" + `key` + "`" + ` = 'types.custom'), '')) AS config_types
+`
+
+type CustomTypesRow struct {
+	TableTypes  string
+	ConfigTypes string
+}
+
+// CustomTypes are the workspace's own issue types as bd v1.3.0 reads them
+// (GetCustomTypes): the custom_types table, comma separated, and config
+// types.custom (a comma-separated list or a JSON array); ” when unset
+// (CONCAT: sqlc then types it as text).
+func (q *Queries) CustomTypes(ctx context.Context, db DBTX) (CustomTypesRow, error) {
+	row := db.QueryRowContext(ctx, customTypes)
+	var i CustomTypesRow
+	err := row.Scan(&i.TableTypes, &i.ConfigTypes)
+	return i, err
+}
+
 const databaseIdentity = `-- name: DatabaseIdentity :one
 SELECT CAST(COALESCE((SELECT MAX(version) FROM schema_migrations), 0) AS SIGNED) AS version,
        CONCAT(COALESCE((SELECT ` + "`" + `value` + "`" + ` FROM metadata WHERE ` + "`" + `key` + "`" + ` = '_project_id'), '')) AS project_id

@@ -16,3 +16,8 @@ JOIN pragma_table_info(t.name) AS p;
 SELECT
     CAST(COALESCE((SELECT value FROM metadata WHERE key = 'bd_version'), '') AS TEXT) AS bd_version,
     CAST(COALESCE((SELECT value FROM config WHERE key = 'ready.exclude_id_patterns'), '') AS TEXT) AS exclude_id_patterns;
+
+-- name: CustomTypes :one
+-- CustomTypes is config types.custom, the workspace's own issue types as
+-- bd writes them (a comma-separated list or a JSON array; '' when unset).
+SELECT CAST(COALESCE((SELECT value FROM config WHERE key = 'types.custom'), '') AS TEXT) AS custom_types;

@@ -62,7 +62,7 @@ for (const [args, message] of [
   [{ id: null }, /argument id is null/],
   [{ lease: "-5m" }, /^lease: -5m is negative/],
   [{ explain: true }, /explain needs dry_run/],
-  [{ min_priority: true }, /argument min_priority must be an integer/],
+  [{ min_priority: true }, /arguments min_priority and priority must be an integer/],
   [{ sort: "random" }, /unknown sort "random"/],
   [{ id: "x".repeat(1 << 20) }, /id is 1048576 characters long/],
   [{ labels: "backend" }, /argument labels must be an array of strings/],

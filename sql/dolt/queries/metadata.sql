@@ -12,3 +12,11 @@ SELECT CAST(COALESCE((SELECT MAX(version) FROM schema_migrations), 0) AS SIGNED)
 -- tiers' cells of its issue's shard, so that a concurrent new parent-child
 -- edge conflicts with it (local_metadata is dolt_ignored).
 REPLACE INTO local_metadata (`key`, `value`) VALUES (sqlc.arg(cell), sqlc.arg(stamp));
+
+-- name: CustomTypes :one
+-- CustomTypes are the workspace's own issue types as bd v1.3.0 reads them
+-- (GetCustomTypes): the custom_types table, comma separated, and config
+-- types.custom (a comma-separated list or a JSON array); '' when unset
+-- (CONCAT: sqlc then types it as text).
+SELECT CONCAT(COALESCE((SELECT GROUP_CONCAT(name ORDER BY name SEPARATOR ',') FROM custom_types), '')) AS table_types,
+  CONCAT(COALESCE((SELECT `value` FROM config WHERE `key` = 'types.custom'), '')) AS config_types;
