@@ -259,10 +259,15 @@ func argName(f reflect.StructField) string {
 
 // argNames rewrites a message of the command (a flag's help, an error) in
 // the tool's terms: each flag (--id, and --id ISSUE) becomes the argument
-// that stands for it (id).
+// that stands for it (id). The longer flags go first, so that --label
+// does not rewrite the start of --label-any.
 func (t *mcpTool) argNames(msg string) string {
-	for i := range t.args.NumField() {
-		f := t.args.Field(i)
+	fields := make([]reflect.StructField, t.args.NumField())
+	for i := range fields {
+		fields[i] = t.args.Field(i)
+	}
+	slices.SortStableFunc(fields, func(a, b reflect.StructField) int { return len(b.Tag.Get("flag")) - len(a.Tag.Get("flag")) })
+	for _, f := range fields {
 		flag := "--" + f.Tag.Get("flag")
 		msg = strings.ReplaceAll(strings.ReplaceAll(msg, flag+" ISSUE", argName(f)), flag, argName(f))
 	}

@@ -307,7 +307,7 @@ func TestMCPBadArguments(t *testing.T) {
 		{"claim", map[string]any{"wait": "soon"}, `wait: "soon" is not a duration`},
 		{"claim", map[string]any{"lease": "10ms"}, "lease: 10ms is shorter than 1s"},
 		{"claim", map[string]any{"lease": "-5m"}, "lease: -5m is negative"},
-		{"claim", map[string]any{"labels": []string{" "}}, "empty value in labels, exclude_labels or types"},
+		{"claim", map[string]any{"labels": []string{" "}}, "empty value in labels, labels_any, exclude_labels or types"},
 		{"claim", map[string]any{"explain": true}, "explain needs dry_run"},
 		{"claim", map[string]any{"dry_run": true, "lease": "1m"}, "lease on a dry run"},
 		{"claim", map[string]any{"claim_id": 5}, "give its id too"},
