@@ -16,7 +16,8 @@
 //
 //  1. CLI claim end to end (fork/exec to exit) at 1k, 10k and 100k issues,
 //     interleaved with a Go hello-world process (the floor), `bd update ID
-//     --claim` and `bd ready -n 1 --json` on the same 10k workspace.
+//     --claim` and `bd ready -n 1 --json` on the same 10k workspace (for
+//     the chart, the minimal claim program and bd ready at every size).
 //  2. In-process claims/s (library mode), 1 and 8 goroutines sharing one
 //     Store, next to a raw BEGIN IMMEDIATE; UPDATE; COMMIT loop.
 //     Then the round trip of an MCP claim call on a live `bd-claim mcp`
@@ -41,7 +42,8 @@
 //
 // Workspaces are generated once per size with claim.CreateDemo into a temp
 // dir and copied for each scenario. With -write the table also goes to
-// BENCHMARKS.md with the command, the machine and the date.
+// BENCHMARKS.md with the command, the machine and the date, and the charts
+// (chart.go) to docs/bench/ beside it.
 package main
 
 import (
@@ -157,6 +159,8 @@ type bench struct {
 	rows      []row
 	notes     []string // sentences a section adds below the table
 	started   time.Time
+
+	charts chartData // what -write draws (chart.go)
 }
 
 // template is one generated workspace database, copied for each scenario.
@@ -639,14 +643,20 @@ func (b *bench) cliLoop() (cliResult, error) {
 		}
 	}
 	// The floor of a claim process: the minimal modernc.org/sqlite claim
-	// program, on a copy of the 10k workspace of its own.
-	minWS, err := b.workspace("minclaim-10k", b.templates["10k"])
-	if err != nil {
-		return nil, err
-	}
-	if err := add(&probe{name: "minclaim-10k", exe: b.minclaim, ws: minWS, env: b.claimEnv, claim: true,
-		args: fixed(minWS.db, "bench")}); err != nil {
-		return nil, err
+	// program, on a copy of each workspace of its own (10k for the table,
+	// every size for the chart).
+	for _, size := range []string{"1k", "10k", "100k"} {
+		if b.templates[size] == nil {
+			continue
+		}
+		minWS, err := b.workspace("minclaim-"+size, b.templates[size])
+		if err != nil {
+			return nil, err
+		}
+		if err := add(&probe{name: "minclaim-" + size, exe: b.minclaim, ws: minWS, env: b.claimEnv, claim: true,
+			args: fixed(minWS.db, "bench")}); err != nil {
+			return nil, err
+		}
 	}
 	every := max(1, int(math.Ceil(float64(*runs)/float64(*bdRuns))))
 	if b.bd != "" {
@@ -678,17 +688,35 @@ func (b *bench) cliLoop() (cliResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		readyCheck := func(out []byte) error {
+			var list []struct{ ID string }
+			if err := json.Unmarshal(out, &list); err != nil || len(list) != 1 || list[0].ID == "" {
+				return fmt.Errorf("bd ready -n 1 listed no issue (%v): %s", err, out)
+			}
+			return nil
+		}
 		err = add(&probe{name: "bd-ready", exe: b.bd, ws: ws, env: b.bdEnv, every: every, capture: true,
-			args: fixed("--no-daemon", "ready", "-n", "1", "--json"),
-			check: func(out []byte) error {
-				var list []struct{ ID string }
-				if err := json.Unmarshal(out, &list); err != nil || len(list) != 1 || list[0].ID == "" {
-					return fmt.Errorf("bd ready -n 1 listed no issue (%v): %s", err, out)
-				}
-				return nil
-			}})
+			args: fixed("--no-daemon", "ready", "-n", "1", "--json"), check: readyCheck})
 		if err != nil {
 			return nil, err
+		}
+		// For the chart: bd ready at 1k, and at 100k (seconds a run) a
+		// quarter as often; read-only, on workspaces of their own.
+		for _, size := range []struct {
+			name  string
+			every int
+		}{{"1k", every}, {"100k", 4 * every}} {
+			if b.templates[size.name] == nil {
+				continue
+			}
+			ws, err := b.workspace("bd-"+size.name, b.templates[size.name])
+			if err != nil {
+				return nil, err
+			}
+			if err := add(&probe{name: "bd-ready-" + size.name, exe: b.bd, ws: ws, env: b.bdEnv, every: size.every, capture: true,
+				args: fixed("--no-daemon", "ready", "-n", "1", "--json"), check: readyCheck}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	logf("CLI loop: %d rounds of %d commands (bd every %d rounds)", *runs, len(probes), every)
@@ -729,6 +757,7 @@ func (b *bench) cliLoop() (cliResult, error) {
 		}
 	}
 	b.cliRows(res)
+	b.charts.cliCharts(res)
 	return res, nil
 }
 
@@ -1171,6 +1200,7 @@ func (b *bench) scale() error {
 			fmt.Sprintf("%.0f%%", 100*rate/lim), rateTarget, verdictIf(rateTarget, rateOK)})
 		b.add(row{sec, name + ": latency of a claim", fmt.Sprintf("p50 %s, p99 %s, max %s", ms(pct(res.claimLat, 50)), ms(p99), ms(most)),
 			fmt.Sprintf("fair-queue bound N ÷ throughput %.1f s", bound.Seconds()), x(float64(p99) / float64(bound)), latTarget, verdictIf(latTarget, latOK)})
+		b.charts.shapes = append(b.charts.shapes, shapePoint{n, k, pct(res.claimLat, 50), p99, bound, rate, lim})
 		b.add(row{sec, name + ": busy exits (4), duplicates", fmt.Sprintf("%d busy, %d duplicates", res.codes[4], res.dups),
 			fmt.Sprintf("%d claims printed, %d in the DB, %d other exits", len(res.claimed), res.inDB, res.others()), "", "0 and 0",
 			verdict(res.codes[4] == 0 && res.whole() && len(res.claimed) == n*k)})
@@ -1579,6 +1609,11 @@ nearest-rank p99.
 `)
 	md.WriteString(t.String())
 	md.WriteString("\n" + notes)
+	charts, err := b.charts.writeCharts(*outPath)
+	if err != nil {
+		return err
+	}
+	md.WriteString(charts)
 	md.WriteString(limits)
 	// What follows the marker (measurements made by hand, dated) is kept.
 	old, err := os.ReadFile(*outPath)
