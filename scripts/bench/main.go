@@ -1636,114 +1636,53 @@ nearest-rank p99.
 // keepMarker ends what -write generates: the rest of the file is kept.
 const keepMarker = "<!-- make bench -write rewrites everything above this line and keeps what follows. -->\n"
 
-// limits explains the figures; it was written from the measurements behind
-// this table and the experiments listed in it, and is rewritten with it.
+// limits explains the figures and names, in a line each, what was tried
+// and dropped; it is rewritten with the table.
 const limits = `
 ## What limits each figure
 
-- **CLI claim.** A process that only prints its version costs about 2x the hello-world floor (an 11 MB
-  binary with modernc.org/sqlite's transpiled SQLite). Opening the database then costs about a millisecond,
-  most of it SQLite parsing bd's schema (issues has about 60 columns) on the first statement, and closing
-  costs another, because the last connection to close checkpoints the WAL with an fsync. Exiting without
-  closing was tried and reverted: the WAL then never resets and every new process re-reads all of it
-  (claims slowed from 10 to 18 ms over 200 claims). That leaves too little under 3x the floor for the
-  claim itself.
+- **CLI claim.** A process that only prints its version costs about 2x the hello-world floor (a binary with
+  modernc.org/sqlite's transpiled SQLite and the MCP SDK). Opening the database costs about a millisecond,
+  mostly SQLite parsing bd's schema, and closing another, the last connection's WAL checkpoint. The minimal
+  claim program (scripts/bench/minclaim) pays the same, so bd-claim is compared with it. Tried and dropped:
+  exiting without closing (the WAL never resets and every later process re-reads it).
 - **Cost growth.** bd's schema has no index on (status, priority, created_at), and bd-claim may not add one.
-  A claim first finds the most urgent priority that has a claimable issue (min() over
-  idx_issues_status_priority, which stops at the first match) and sorts only that priority's open issues
-  by age: cost in proportion to that group, about 8% of the issues at P0 in the generated mix, every open
-  issue in the same-priority worst case. Before this narrowing a claim at 10k took 10 ms in-process instead
-  of about 1 ms. Rare --label filters make the min() walk further before it matches.
-- **In-process.** A claim writes what bd writes: the issue row (four indexes touched), an events row and
-  the dirty mark, against one row in the raw loop, and it reads the whole row to recompute bd's content
-  hash. Between claims a Store keeps the claim order while PRAGMA data_version shows no other writer (for
-  at most 1 s), checking each issue it takes against the full specification; before that the in-process
-  rate was 5% of the raw loop. Eight goroutines with eight agent names keep eight orders and skip the
-  issues the others took; their claims queue on a mutex rather than in SQLite's sleeping busy handler.
-- **Swarm.** The processes share two cores, and each claim process needs its start, schema parse, claim and
-  close-time checkpoint: the CPU time per process measured in the 3b swarms bounds claims/s at cores ÷
-  that (about 8 ms, 250 claims/s, on the quiet machine of earlier tables; 30-35 ms in this table's 3b
-  swarms). bd-claim's writers take turns in a
-  kernel queue (issue 10; an OFD lock on a lock file outside the workspace, see README): the next waiter is
-  woken the moment the lock is free, in arrival order, where SQLite's busy handler sleeps 1, 2, 5 ... up to
-  100 ms between looks and lets an unlucky waiter miss the lock until it times out. What is left is the
-  fair-queue bound: a claim waits behind the other N-1 processes, about N ÷ throughput, so p50 rises
-  (nobody is served early at an unlucky waiter's expense) while p99 and max fall. A claim reads its
-  candidates on the queue's deck, where two writers wait in ticket order while a third writes, so that
-  they are at most two writes old when the turn comes and the turn need not wait for one writer's read;
-  read on arrival, a swarm's claims found them taken by every writer queued ahead and
-  sorted again inside the lock, which cost a 256-process swarm about 40% more CPU per process. The
-  256-process targets (p99 ≤ 3 s, ≥ 120 claims/s) are beyond one process per claim on these 2 cores: the
-  minimal claim program's own CPU per process in the same swarm (3b's last row) puts even its limit below
-  120 (96 claims/s in this table, 107-113 in earlier runs of 2026-11-23), and it reaches 75-90% of it.
-  Section 3's swarm makes fewer claims/s than 3b's 48 × 20 because it drains its workspace (all 2,000
-  ready issues) with bd's writes beside it: its later claims sort the larger priority groups and check the
-  lease of every held issue more urgent than the first claimable open one, and bd's processes take CPU and
-  SQLite's write lock. On one copy of a 3,000-issue workspace, same session: 48 × 20 (960 claims) 62
-  claims/s at 28.5 ms of CPU per process, 48 × 42 (2,016 claims) 48.5 claims/s at 36.7 ms, so the drain
-  explains part of the gap; bd's share was not measured apart. Retrying in Go
-  every 1-8 ms instead of the busy handler was tried and reverted: 82 claims/s, p50 379 ms and one process
-  timed out after 5 s, the polling itself starving the two cores.
-- **Writers' queue (issue 10).** Against the binary before it (f110ce5), same workspace of 3,000 issues,
-  runs alternating, on the shared machine: 256 processes × 4 claims 28-29 vs 19-21 claims/s, 16-30 vs
-  199-216 busy exits of 1,024, p99 13-15 s either way (the fair-queue bound at that rate is about 9 s, and
-  a wait in the queue is bounded by 2 × --timeout-ms); 128 × 10: 0 vs 29-98 busy exits, p99 7.3-8.0 vs
-  13.6-14.6 s, max 7.4-8.0 vs 15.3-15.7 s; 48 × 20: p99 1.8-1.9 vs 9.4-10.2 s, 37-41 vs 29-31 claims/s.
-  CPU per claim process fell from 38-54 to 29-38 ms: waiters sleep in the kernel instead of polling. The
-  demo (8 Stores racing for 143 issues): the least-served agent got 14-16 claims in 4 runs (fair share
-  17.9), 0 in each of 4 runs before. A first version locked a byte of the database file itself and was
-  reverted: closing any descriptor of a file drops the process's POSIX locks on it, SQLite's included.
-  Tried and dropped: GOMAXPROCS=1 in the claim processes (256 × 4: 26 vs 36 claims/s, worse).
-- **The claim lifecycle (issue 3) costs every claim.** The readiness rule now also admits in_progress
-  issues whose lease expired (a takeover), and each candidate is checked for backoff and abandonment
-  (index lookups in events and labels). Against the commit before it (5dc2c64, same machine, interleaved):
-  a CLI dry run at 1k issues 8.1 ms vs 7.0 ms, in-process claim-next dry run 405 vs 239 us, library claim
-  about 280 vs 259 us. The policy's lookups run last, on the sorted candidates, until one passes. Each
-  claim holds the write lock longer, which the swarm's sleeping busy handler amplifies (this table vs the
-  one before: 64-72 vs 170 claims/s on a machine about 20% slower in that run's hello-world swarm).
-  Tried and reverted: checking first whether any lease has expired, to keep the plain status = 'open' walk
-  (it costs a look at every in_progress issue per claim: 1.4 ms per library claim with 2000 held). Since
-  issue 10 a claim process reads its candidates before BEGIN IMMEDIATE and only re-checks them inside (see
-  Swarm).
-- **The redesign (issue 8) costs nothing measurable.** This run's machine was about 2x slower than the
-  previous table's (hello-world 3.07 vs 1.73 ms, raw loop 4210 vs 9481 claims/s), which explains the lower
-  absolute figures and the three busy exits of the swarm. Against the commit before the redesign
-  (824dad3), same machine, interleaved: Go benchmarks (8 rounds, benchstat) Claim 944 vs 894 us and
-  ClaimDryRun 1.56 vs 1.30 ms, both within noise, with 3% and 7% fewer allocations; a CLI claim at 10k
-  45.0 vs 44.6 ms median (150 runs each); the 48-process swarm on a 3000-issue workspace 25.3 and 26.1 vs
-  26.2 and 26.7 claims/s, 4-6 busy exits in every run of both. A first version bound the protocol's LIKE
-  patterns as parameters: SQLite then re-prepares the claim query on every run (its LIKE optimisation
-  depends on the value), +80% per claim; the patterns are SQL literals since.
-- **MCP.** A claim call on a live server skips the process start, the schema parse and the WAL checkpoint
-  of each CLI process: what is left is the claim itself and the JSON-RPC round trip over two pipes.
-- **What MCP costs the CLI.** The SDK brings net/http, crypto/tls and a JSON-schema package into the one
-  binary: 19 MB instead of 12 MB, and package initialisation of about 3 ms instead of 1.4 ms
-  (GODEBUG=inittrace=1) in every process. A CLI claim at 10k measured 39.1 vs 37.0 ms median (+6%, 150
-  interleaved runs each) against the commit before the MCP server. A separate binary for the server would
-  give it back; the row "bd-claim claim process vs the minimal claim program" includes that cost.
-- **Dolt (section 5).** A claim is about 15 loopback round trips to the server (schema checks, the server's
-  GET_LOCK, the transaction, DOLT_ADD, DOLT_COMMIT, RELEASE_LOCK), and the write that bd's footprint requires
-  costs the server about 30 ms of CPU on its own. The minimal Dolt claim program (scripts/bench/doltfloor:
-  bd's writes and Dolt commit after a plain ORDER BY, none of bd ready's rules, no lock) is the floor under
-  the 1k figure, where 10x faster than bd ready --claim would leave about 40 ms for a whole process: its
-  row says how that floor compares with the budget. At 10k the candidates query adds its sort. The
-  swarm is one writer at a time (GET_LOCK, so that writers do not lose each other's optimistic commits) times
-  one claim's cost; bd's own processes are limited by their optimistic retries and give up after 15 s
-  (Error 1213), more often the more the server has to do, bd-claim's work or anyone's.
-- **Dolt embedded (section 6).** Every claim is a process that loads a 160 MB binary and opens the engine
-  itself, one process at a time. The floor's phases put process start, package initialisation (25-28 ms in
-  the Dolt engine's packages alone, GODEBUG=inittrace=1, against 1.5 ms in the default build) and exit at
-  35-48 ms, the engine's open at 18-32 ms and the Dolt commit at 6-11 ms: half the floor or more at 1k. bd
-  pays them too, so at 1k bd ready --claim costs only about 4x the floor's CPU, and bd-claim at 1.2-1.3x the
-  floor's CPU lands near the 3x target; wall-time ratios swing with the shared machine's load, CPU ratios
-  much less. At 10k bd-claim's readiness query (bd ready's rules over issues and wisps, then the failure
-  policy on 32 candidates) takes about 45 ms as a session's first query, the floor's plain ORDER BY 21 ms.
-  The drains hold the engine one process at a time, a bd-claim process at 1.1x the floor's CPU; bd-claim's
-  rate was 65-117% of the floor's over three runs. In seven alternating rounds outside the bench (16
-  processes, 48 issues, load average 6-16) the drain took a median 9.3 s with bd-claim's writers' queue,
-  7.5 s with it switched off (XDG_RUNTIME_DIR not a directory; 1-8 busy exits per drain instead of none),
-  5.9 s for the floor; the ranges overlap. The queue hands the engine to one particular waiter, which on
-  oversubscribed cores must first be scheduled.
+  A claim finds the most urgent priority with a claimable issue (min() over idx_issues_status_priority) and
+  sorts only that priority's open issues: cost in proportion to that group (every open issue in the
+  same-priority worst case). Rare --label filters make the min() walk further.
+- **In-process.** A claim writes what bd writes (the issue row and its indexes, an events row, the dirty mark)
+  and reads the whole row to recompute bd's content hash; the raw loop updates one row. A Store keeps each
+  agent's claim order while PRAGMA data_version shows no other writer. Tried and dropped: reading ahead
+  outside the lock on every claim of a Store that sees other writers (2-2.5x slower with 8 Stores).
+- **Swarm.** The processes share the cores, and each claim process pays its start, schema parse, claim and
+  checkpoint: cores ÷ the CPU per process (measured in the 3b swarms) is the CPU-bound limit. Writers take
+  turns in a kernel queue in arrival order (docs/architecture.md), so a claim waits behind the other N-1
+  processes: the fair-queue bound, about N ÷ throughput, which p50 approaches and p99 stays near. The
+  256-process targets are beyond one process per claim on 2 cores: the minimal claim program's own CPU per
+  process (3b's last row) puts even its limit below them. Section 3 drains its workspace with bd's writes
+  beside it, so its later claims sort larger priority groups and check more held leases. Tried and dropped:
+  retrying in Go every 1-8 ms instead of the busy handler (the polling starved the cores), a lock byte in the
+  database file (closing any descriptor drops the process's POSIX locks), GOMAXPROCS=1 (slower), PRAGMA
+  mmap_size (no gain), a second seat on the queue's deck (more throughput, p99 about 2x the bound).
+- **Lifecycle.** Leases, backoff and abandonment cost every claim: the readiness rule also admits expired
+  in_progress issues, and the failure policy's index lookups run last, on the sorted candidates, until one
+  passes. Tried and dropped: checking first whether any lease has expired (a look at every held issue per
+  claim), and binding the protocol's LIKE patterns as parameters (SQLite re-prepares the query each run).
+- **MCP.** A call on a live server skips the process start, the schema parse and the checkpoint: what is left
+  is the claim and the JSON-RPC round trip over two pipes. The SDK costs every CLI process about 1.5 ms of
+  package initialisation.
+- **Dolt (section 5).** A claim is about 15 loopback round trips (schema checks, GET_LOCK, the transaction,
+  DOLT_ADD, DOLT_COMMIT, RELEASE_LOCK), and bd's footprint costs the server about 30 ms of CPU. The minimal
+  Dolt claim program (scripts/bench/doltfloor: bd's writes and Dolt commit after a plain ORDER BY, no rules,
+  no lock) is the floor; at 10k the readiness query adds its sort. The swarm is one writer at a time
+  (GET_LOCK) times one claim; bd's processes retry optimistically and give up after 15 s (Error 1213), more
+  often the busier the server. Tried and dropped: leaving bd the head of its ready list, queueing a machine's
+  writers before GET_LOCK, releasing the lock before the Dolt commit (concurrent commits cost the server more).
+- **Dolt embedded (section 6).** Every claim process loads a large binary and opens the engine itself, one
+  process at a time: process start, package initialisation (25-28 ms in the Dolt engine's packages), the
+  engine's open and the Dolt commit are half the floor or more at 1k, and bd pays them too. Wall-time ratios
+  swing with the machine's load, CPU ratios much less. The writers' queue hands the engine to one waiter,
+  which on oversubscribed cores must first be scheduled.
 `
 
 func cpuModel() string {
