@@ -16,7 +16,7 @@ BD_NEWEST   := $(firstword $(BD_VERSIONS))
 .PHONY: help demo build embedded embedded-test test bd verify generate schema clean
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
 
 demo: ## claim a generated demo workspace with 8 racing agents
 	$(GO) run . demo
