@@ -13,16 +13,24 @@ const queueTTL = time.Second
 
 // queue remembers the claim order between claims of one Store. Sorting the
 // candidates costs time in proportion to the open issues of the top
-// priority; a Store that claims again and again with the same agent and
-// filters, while no other connection has written (PRAGMA data_version is
+// priority; a Store that claims again and again with the same filters,
+// for one agent or many, while no other connection has written (PRAGMA data_version is
 // unchanged, and the Store's own commits do not change it) and within
 // queueTTL, takes the next id of the order it already has, after checking
-// that issue against the full specification inside the transaction.
+// that issue against the claiming agent's specification inside the
+// transaction. The order is the one every agent with those filters shares
+// (readySpec.shared): an agent that also has an open issue assigned to it
+// sorts afresh instead.
 type queue struct {
 	version int64
 	at      time.Time
 	ids     []string            // the remaining order; nil until the second claim asks for it
 	gone    map[string]struct{} // ids the Store has claimed since, for any agent (see queues.taken)
+	// alone are the agents found, since version and at, to have no
+	// claimable open issue of their own, so that the order is theirs too.
+	// Only another connection's write (a new version) can assign one: the
+	// Store's own writes assign an issue as they claim it.
+	alone map[string]struct{}
 }
 
 // next returns the id of the next issue to claim (ok false when there is
@@ -35,7 +43,7 @@ func (q *queue) next(t *txn, spec readySpec) (id string, ok bool, err error) {
 		// A first claim, or the world moved (or its version could not be
 		// read): sort afresh, and let the next claim build the whole order
 		// if nothing changes until then.
-		q.version, q.at, q.ids, q.gone = version, t.now, nil, nil
+		q.version, q.at, q.ids, q.gone, q.alone = version, t.now, nil, nil, nil
 	} else if id, ok, err = q.walk(t, spec); ok || err != nil {
 		return id, ok, err
 	}
@@ -50,9 +58,20 @@ func (q *queue) next(t *txn, spec readySpec) (id string, ok bool, err error) {
 // the order when the claim before only started it. Once none is left it
 // drops the order (nil), so that the next claim builds it again.
 func (q *queue) walk(t *txn, spec readySpec) (id string, ok bool, err error) {
+	if _, alone := q.alone[spec.agent]; !alone && spec.agent != "" {
+		// An agent with a claimable open issue of its own has an order of
+		// its own: it sorts afresh.
+		if own, err := found(t.queryRow(spec.ownOpen()).Scan(&id)); own || err != nil {
+			return "", false, err
+		}
+		if q.alone == nil {
+			q.alone = map[string]struct{}{}
+		}
+		q.alone[spec.agent] = struct{}{}
+	}
 	if q.ids == nil {
 		var list string
-		if err := t.queryRow(spec.claimOrder()).Scan(&list); err != nil {
+		if err := t.queryRow(spec.shared().claimOrder()).Scan(&list); err != nil {
 			return "", false, err
 		}
 		q.ids = []string{}
@@ -73,19 +92,17 @@ func (q *queue) walk(t *txn, spec readySpec) (id string, ok bool, err error) {
 	return "", false, nil
 }
 
-// maxQueues bounds the orders a Store remembers, one per agent and filters.
+// maxQueues bounds the orders a Store remembers, one per set of filters.
 const maxQueues = 64
 
-// queues are a Store's remembered orders, by agent and filters (the order
-// depends on both: an agent may also claim the open issues assigned to it).
+// queues are a Store's remembered orders, by filters: agents that claim
+// with the same filters share one, so that eight agents sort once, not
+// eight times.
 type queues map[string]*queue
 
 // of returns the order for req, starting over when too many are kept.
 func (qs *queues) of(req Request) *queue {
-	key, _ := json.Marshal(struct {
-		Agent   string
-		Filters Filters
-	}{req.Agent, req.Filters})
+	key, _ := json.Marshal(req.Filters)
 	q := (*qs)[string(key)]
 	if q == nil {
 		if len(*qs) >= maxQueues {
@@ -99,11 +116,11 @@ func (qs *queues) of(req Request) *queue {
 
 // taken tells every order of the Store that it claimed issue id at now:
 // the Store's own commits leave PRAGMA data_version unchanged, so the
-// orders of its other agents would otherwise look the issue up again,
-// inside the lock, to find it taken. The claiming agent's order has it in
-// front. An order past queueTTL is dropped instead (its agent's next claim
-// sorts afresh anyway), so that an idle agent's order does not grow with
-// everyone else's claims.
+// orders of its other filters would otherwise look the issue up again,
+// inside the lock, to find it taken. The claim's own order has it in
+// front. An order past queueTTL is dropped instead (its next claim sorts
+// afresh anyway), so that an idle order does not grow with everyone
+// else's claims.
 func (qs queues) taken(id string, now time.Time) {
 	for _, q := range qs {
 		switch {

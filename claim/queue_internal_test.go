@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -172,9 +173,10 @@ func TestQueueOrderQueryFails(t *testing.T) {
 	assert.ErrorContains(t, err, "no such table: blocked_issues_cache")
 }
 
-// Each agent and set of filters has its own order; a Store keeps a bounded
-// number of them, and agents sharing a Store never claim the same issue.
-func TestQueuesPerAgent(t *testing.T) {
+// Agents claiming with the same filters share one order, and a Store keeps
+// a bounded number of orders (one per set of filters); agents sharing a
+// Store never claim the same issue.
+func TestQueuesPerFilters(t *testing.T) {
 	s := openFixture(t, "0.49.6")
 	ctx := context.Background()
 	seen := map[string]bool{}
@@ -184,12 +186,47 @@ func TestQueuesPerAgent(t *testing.T) {
 		assert.Assert(t, !seen[iss.ID], "%s claimed twice", iss.ID)
 		seen[iss.ID] = true
 	}
-	assert.Equal(t, len(sqliteOf(s).queues), 3)
+	assert.Equal(t, len(sqliteOf(s).queues), 1, "three agents, one order")
 	for i := range maxQueues + 1 {
-		sqliteOf(s).queues.of(Request{Agent: string(rune('A' + i))})
+		sqliteOf(s).queues.of(Request{Agent: "a", Filters: Filters{IncludeLabels: []string{string(rune('A' + i))}}})
 	}
-	// 3 + 65 orders: the 62nd new one found 64 and started over.
-	assert.Equal(t, len(sqliteOf(s).queues), 4, "started over when full")
+	// 1 + 65 orders: the 64th new one found 64 and started over.
+	assert.Equal(t, len(sqliteOf(s).queues), 2, "started over when full")
+}
+
+// The shared order holds the issues assigned to nobody. An agent that also
+// has an open issue assigned to it sorts afresh, so that every claim, by
+// any agent of the Store, takes what a dry run for that agent names just
+// before it: the agent's own issue in its place, and never another's.
+func TestQueueSharedOwnIssues(t *testing.T) {
+	ctx := context.Background()
+	order := claimtest.Claimable(t, "0.49.6", "priority")
+	s := openFixture(t, "0.49.6")
+	other := claimtest.Open(t, s.Workspace.DBPath)
+	own := []string{order[3], order[6]}
+	for _, id := range own {
+		_, err := other.Exec("UPDATE issues SET assignee = 'b' WHERE id = ?", id)
+		assert.NilError(t, err)
+	}
+	var got []string
+	for i := range 12 {
+		req := Request{Agent: []string{"a", "b", "c"}[i%3]}
+		dry := req
+		dry.DryRun = true
+		want, err := issueOf(s.Claim(ctx, dry))
+		assert.NilError(t, err)
+		iss, err := issueOf(s.Claim(ctx, req))
+		assert.NilError(t, err)
+		assert.Equal(t, iss.ID, want.ID, "claim %d by %s", i, req.Agent)
+		if slices.Contains(own, iss.ID) {
+			assert.Equal(t, req.Agent, "b", "%s is b's", iss.ID)
+		}
+		got = append(got, iss.ID)
+	}
+	for _, id := range own {
+		assert.Assert(t, slices.Contains(got, id), "b claimed its own %s", id)
+	}
+	assert.Equal(t, len(sqliteOf(s).queues), 1)
 }
 
 // twoStores opens two Stores on one copy of the v0.49.6 fixture.

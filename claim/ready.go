@@ -28,6 +28,7 @@ type readySpec struct {
 	sort   Sort
 	from   string                           // the rows a claim chooses from, aliased i (flavor.source)
 	fromOf func(id string) sq.SelectBuilder // those rows narrowed to one id (flavor.sourceOf), or nil
+	agent  string                           // the agent whose open issues the assignee rule admits ("" with --unassigned)
 }
 
 // newReadySpec builds the specification for one workspace flavor,
@@ -43,9 +44,10 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	add("status", "its status is not open", sq.Expr("(i.status IN ('open', 'in_progress') AND (i.status = 'open' OR ?))", fl.leaseExpired(now)))
 	spec.rules = append(spec.rules, fl.notBlocked)
 	if f.OnlyUnassigned {
-		add("assignee", "it is already assigned", sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.status = 'in_progress')"))
+		add("assignee", "it is already assigned", unassigned)
 	} else {
 		add("assignee", "it is assigned to someone else", sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.assignee = ? OR i.status = 'in_progress')", agent))
+		spec.agent = agent
 	}
 	spec.rules = fl.readyRules(spec.rules, nowText, f)
 	spec.rules = append(spec.rules, p.rules(fl.history, now)...)
@@ -94,6 +96,10 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	spec.order, spec.args = fl.order(f.Sort, nowText)
 	return spec
 }
+
+// unassigned is the assignee rule with --unassigned: an issue assigned to
+// nobody, or held (whose lease may have expired: a takeover).
+var unassigned = sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.status = 'in_progress')")
 
 // without is s less the rules that drop says to leave out.
 func (s readySpec) without(drop func(rule) bool) readySpec {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -611,6 +612,28 @@ func (s readySpec) firstOf(ids []string) sq.SelectBuilder {
 // claimOrder selects every claimable issue's id in claim order, as one JSON array.
 func (s readySpec) claimOrder() sq.SelectBuilder {
 	return sq.Select().Column(sq.Expr("json_group_array(i.id ORDER BY "+s.order+")", s.args...)).From(s.from).Where(s.where())
+}
+
+// shared is s as every agent with s's filters sees it: the assignee rule
+// admits only the issues assigned to nobody (or held: a takeover), which
+// each of those agents' specifications judges alike and orders alike.
+func (s readySpec) shared() readySpec {
+	s.rules = slices.Clone(s.rules)
+	for i, r := range s.rules {
+		if r.name == "assignee" {
+			s.rules[i].pred = unassigned
+		}
+	}
+	s.agent = ""
+	return s
+}
+
+// ownOpen selects a claimable open issue assigned to s's agent: what its
+// order holds beyond the shared one's (readySpec.shared). The unary + keeps
+// SQLite off idx_issues_status_priority (every open issue) and on
+// idx_issues_assignee (the agent's issues).
+func (s readySpec) ownOpen() sq.SelectBuilder {
+	return sq.Select("i.id").From(s.from).Where("i.assignee = ? AND +i.status = 'open'", s.agent).Where(s.where()).Limit(1)
 }
 
 // currentClaim is the id of the claim event of the issue aliased i: its
