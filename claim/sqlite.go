@@ -568,34 +568,95 @@ func (x sqliteTx) dirty(id, at string) error {
 // next selects the first claimable issue. For the priority order it first
 // narrows to the most urgent priority that has a claimable issue: min()
 // walks idx_issues_status_priority and stops at the first match, so only
-// that priority's issues are sorted by age, not every open issue. The
+// that priority's issues are ordered by age, not every open issue. The
 // failure policy's rules, which look up events, are checked last: on the
-// sorted candidates, one at a time, until one passes (the LIMIT keeps
+// ordered candidates, one at a time, until one passes (the LIMIT keeps
 // SQLite from merging the two levels).
 func (s readySpec) next() sq.SelectBuilder { return s.nextK(1) }
 
+// walkSize is how many of the oldest issues a claim walks in age order
+// (nextK) before it sorts the candidates instead.
+const walkSize = 4096
+
+// crowdSize is how many open candidates (of the priority, for the
+// priority order) make nextK walk rather than sort.
+const crowdSize = 2048
+
 // nextK selects the first k claimable issues of next's narrowing (the most
 // urgent priority that has one, for the priority order), in claim order.
+// The orders that follow age once narrowed (priority, oldest) walk
+// idx_issues_created_at among the walkSize oldest issues (every issue
+// created up to the walkSize-th oldest's created_at: a prefix of the order,
+// ties included) and stop at the k-th that passes, where sorting every
+// candidate by age costs the whole priority's issues (all open issues at
+// 100k of one priority: 160ms, the walk 1ms). The claimable issues the
+// walk finds are the first of the claim order; only when it finds none
+// (every old issue is closed, held or of another priority) are the
+// candidates sorted, as the hybrid order always is. The walk is taken
+// only for a crowd of at least crowdSize open candidates: fewer are
+// sorted faster than the walk skips the other issues. A workspace
+// without the index (flavor.byAge) always sorts.
 func (s readySpec) nextK(k uint64) sq.SelectBuilder {
 	cheap, costly := s.split()
-	b := sq.Select("i.id").From(s.from).Where(cheap).OrderByClause(s.order, s.args...)
+	var with sq.Sqlizer
+	crowd := "w.status = 'open'" // the claim order's crowd: the open issues it walks or sorts
 	if s.sort == SortPriority {
-		// The inner alias i shadows the outer one: the same rules apply.
 		// One min() per status (open, and in_progress for an expired
 		// lease): with an equality on status, each stops at its first
 		// match in the index. An in_progress issue matters only when it is
 		// more urgent than every claimable open one, and hardly any lease
 		// has expired: so the second walk stops at that priority, instead
-		// of checking the lease of every issue held at any priority.
+		// of checking the lease of every issue held at any priority. The
+		// inner alias i shadows the outer one: the same rules apply. Each
+		// is computed once (a CTE), however often the statement reads it.
 		where := s.where()
-		open := sq.Expr("COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'open' AND ?), 5)", where)
-		b = b.Where(sq.Expr(`i.priority = COALESCE(
-	(SELECT min(i.priority) FROM issues i WHERE i.status = 'in_progress' AND i.priority < ? AND ?), ?)`, open, where, open))
+		with = sq.Expr(`WITH open(p) AS (SELECT COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'open' AND ?), 5)),
+	pin(p) AS (SELECT COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'in_progress' AND i.priority < (SELECT p FROM open) AND ?), (SELECT p FROM open)))`, where, where)
+		cheap = append(cheap, sq.Expr("i.priority = (SELECT p FROM pin)"))
+		crowd += " AND w.priority = (SELECT p FROM pin)"
 	}
-	if len(costly) == 0 { // a specification without(rule.costly)
-		return b.Limit(k)
+	// first selects the first k of b's candidates that pass the costly
+	// rules, in order; and none unless when, a constant condition, holds
+	// (nil: always). A LIMIT is computed once, before SQLite walks or
+	// sorts: a subquery in a WHERE clause would be checked on every row.
+	first := func(b sq.SelectBuilder, when sq.Sqlizer, k uint64) sq.SelectBuilder {
+		n := k
+		if len(costly) > 0 {
+			n = 1 << 62
+		}
+		if when == nil {
+			b = b.Limit(n)
+		} else {
+			b = b.SuffixExpr(sq.Expr("LIMIT CASE WHEN ? THEN ? ELSE 0 END", when, n))
+		}
+		if len(costly) == 0 { // a specification without(rule.costly)
+			return b
+		}
+		return sq.Select("i.id").FromSelect(b, "i").Where(costly).Limit(k)
 	}
-	return sq.Select("i.id").FromSelect(b.Limit(1<<62), "i").Where(costly).Limit(k)
+	sorted := sq.Select("i.id").From(s.from).Where(cheap).OrderByClause(s.order, s.args...)
+	var out sq.SelectBuilder
+	if s.sort == SortHybrid || !s.byAge {
+		out = first(sorted, nil, k)
+	} else {
+		walk := sq.Select("i.id").From(s.from+" INDEXED BY idx_issues_created_at").Where(cheap).
+			Where(sq.Expr(`i.created_at <= COALESCE(
+	(SELECT w.created_at FROM issues w INDEXED BY idx_issues_created_at ORDER BY w.created_at LIMIT 1 OFFSET ?),
+	(SELECT max(w.created_at) FROM issues w))`, walkSize-1)).
+			OrderBy("i.created_at ASC", "i.id ASC")
+		// The walk pays when the crowd is large: a few hundred issues
+		// are sorted faster than the walk skips the other priorities'.
+		crowded := sq.Expr("(SELECT count(*) FROM (SELECT 1 FROM issues w WHERE "+crowd+" LIMIT ?)) = ?", crowdSize, crowdSize)
+		// One part yields rows: the walk's, or else the sorted candidates.
+		either := sq.Select("i.id").FromSelect(first(walk, crowded, k), "i").
+			SuffixExpr(sq.Expr("UNION ALL ?", sq.Select("i.id").FromSelect(
+				first(sorted, sq.Expr("NOT (? AND EXISTS (?))", crowded, first(walk, nil, 1)), k), "i")))
+		out = sq.Select("i.id").FromSelect(either, "i").Limit(k)
+	}
+	if with != nil {
+		out = out.PrefixExpr(with)
+	}
+	return out
 }
 
 // firstOf selects the first of ids, in their order, that is claimable, on
@@ -720,7 +781,9 @@ func detectFlavor(ctx context.Context, conn db.DBTX) (flavor, error) {
 	if !v.AtLeast(minVersion[0], minVersion[1], minVersion[2]) || v.AtLeast(maxVersion[0], maxVersion[1]+1, 0) {
 		return flavor{}, Errorf(ESchema, "bd %s wrote this database; bd-claim supports SQLite workspaces of bd %s to %d.%d.x", v, minVersion, maxVersion[0], maxVersion[1])
 	}
-	return sqliteFlavor(v, tables["issues"], set.ExcludeIDPatterns), nil
+	f := sqliteFlavor(v, tables["issues"], set.ExcludeIDPatterns)
+	f.byAge = set.CreatedAtIndex == 1
+	return f, nil
 }
 
 // sqliteUnder is bd ready --parent of bd v0.27-v0.50: the descendants of
