@@ -582,6 +582,10 @@ const walkSize = 4096
 // priority order) make nextK walk rather than sort.
 const crowdSize = 2048
 
+// fewLabelled is how few issues with every --label make nextK sort them
+// alone rather than the open issues of the priority.
+const fewLabelled = 1024
+
 // nextK selects the first k claimable issues of next's narrowing (the most
 // urgent priority that has one, for the priority order), in claim order.
 // The orders that follow age once narrowed (priority, oldest) walk
@@ -598,23 +602,6 @@ const crowdSize = 2048
 // without the index (flavor.byAge) always sorts.
 func (s readySpec) nextK(k uint64) sq.SelectBuilder {
 	cheap, costly := s.split()
-	var with sq.Sqlizer
-	crowd := "w.status = 'open'" // the claim order's crowd: the open issues it walks or sorts
-	if s.sort == SortPriority {
-		// One min() per status (open, and in_progress for an expired
-		// lease): with an equality on status, each stops at its first
-		// match in the index. An in_progress issue matters only when it is
-		// more urgent than every claimable open one, and hardly any lease
-		// has expired: so the second walk stops at that priority, instead
-		// of checking the lease of every issue held at any priority. The
-		// inner alias i shadows the outer one: the same rules apply. Each
-		// is computed once (a CTE), however often the statement reads it.
-		where := s.where()
-		with = sq.Expr(`WITH open(p) AS (SELECT COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'open' AND ?), 5)),
-	pin(p) AS (SELECT COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'in_progress' AND i.priority < (SELECT p FROM open) AND ?), (SELECT p FROM open)))`, where, where)
-		cheap = append(cheap, sq.Expr("i.priority = (SELECT p FROM pin)"))
-		crowd += " AND w.priority = (SELECT p FROM pin)"
-	}
 	// first selects the first k of b's candidates that pass the costly
 	// rules, in order; and none unless when, a constant condition, holds
 	// (nil: always). A LIMIT is computed once, before SQLite walks or
@@ -634,10 +621,49 @@ func (s readySpec) nextK(k uint64) sq.SelectBuilder {
 		}
 		return sq.Select("i.id").FromSelect(b, "i").Where(costly).Limit(k)
 	}
+	var ctes []any               // the statement's WITH clause (sq.Sqlizer), each computed once
+	var parts []sq.SelectBuilder // its parts, UNION ALL: at most one yields rows
+	var gate sq.Sqlizer          // when the parts after the label-driven one run (nil: always)
+	and := func(c sq.Sqlizer) sq.Sqlizer {
+		if gate == nil {
+			return c
+		}
+		return sq.Expr("? AND ?", gate, c) // gate first: it spares the rest
+	}
+	if len(s.labels) > 0 {
+		// When few issues have every --label, they are the candidates:
+		// read from idx_labels_label_issue (the first label's, the others
+		// looked up in the labels' primary key) and sorted in full claim
+		// order, instead of checking the labels of every issue of the
+		// priority (and of the open issues before it, for the min()).
+		has := sq.Select("d.issue_id").From("labels d").Where(sq.Eq{"d.label": s.labels[0]})
+		for _, l := range s.labels[1:] {
+			has = has.Where(sq.Expr("EXISTS (SELECT 1 FROM labels e WHERE e.issue_id = d.issue_id AND e.label = ?)", l))
+		}
+		ctes = append(ctes, sq.Expr("labelled(issue_id) AS (?)", has.Suffix(fmt.Sprintf("LIMIT %d", fewLabelled))))
+		few := sq.Expr(fmt.Sprintf("(SELECT count(*) FROM labelled) < %d", fewLabelled))
+		parts = append(parts, first(sq.Select("i.id").From("labelled CROSS JOIN "+s.from+" ON i.id = labelled.issue_id").
+			Where(cheap).OrderByClause(s.order, s.args...), few, k))
+		gate = sq.Expr("NOT ?", few)
+	}
+	crowd := "w.status = 'open'" // the claim order's crowd: the open issues it walks or sorts
+	if s.sort == SortPriority {
+		// One min() per status (open, and in_progress for an expired
+		// lease): with an equality on status, each stops at its first
+		// match in the index. An in_progress issue matters only when it is
+		// more urgent than every claimable open one, and hardly any lease
+		// has expired: so the second walk stops at that priority, instead
+		// of checking the lease of every issue held at any priority. The
+		// inner alias i shadows the outer one: the same rules apply.
+		where := s.where()
+		ctes = append(ctes, sq.Expr(`open(p) AS (SELECT COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'open' AND ?), 5)),
+	pin(p) AS (SELECT COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'in_progress' AND i.priority < (SELECT p FROM open) AND ?), (SELECT p FROM open)))`, where, where))
+		cheap = append(cheap, sq.Expr("i.priority = (SELECT p FROM pin)"))
+		crowd += " AND w.priority = (SELECT p FROM pin)"
+	}
 	sorted := sq.Select("i.id").From(s.from).Where(cheap).OrderByClause(s.order, s.args...)
-	var out sq.SelectBuilder
 	if s.sort == SortHybrid || !s.byAge {
-		out = first(sorted, nil, k)
+		parts = append(parts, first(sorted, gate, k))
 	} else {
 		walk := sq.Select("i.id").From(s.from+" INDEXED BY idx_issues_created_at").Where(cheap).
 			Where(sq.Expr(`i.created_at <= COALESCE(
@@ -651,17 +677,20 @@ func (s readySpec) nextK(k uint64) sq.SelectBuilder {
 		crowded := sq.Expr(fmt.Sprintf("(SELECT count(*) FROM (SELECT 1 FROM issues w WHERE %s LIMIT %d)) = %d", crowd, crowdSize, crowdSize))
 		// The walk's issues (a CTE, read twice, walked once), or else the
 		// sorted candidates.
-		walked := sq.Expr("walked(id) AS (?)", first(walk, crowded, k))
-		if with == nil {
-			with = sq.Expr("WITH ?", walked)
-		} else {
-			with = sq.Expr("?, ?", with, walked)
-		}
-		out = sq.Select("id").From("walked").SuffixExpr(sq.Expr("UNION ALL ?",
-			sq.Select("i.id").FromSelect(first(sorted, sq.Expr("NOT EXISTS (SELECT 1 FROM walked)"), k), "i")))
+		ctes = append(ctes, sq.Expr("walked(id) AS (?)", first(walk, and(crowded), k)))
+		parts = append(parts, sq.Select("id").From("walked"), first(sorted, and(sq.Expr("NOT EXISTS (SELECT 1 FROM walked)")), k))
 	}
-	if with != nil {
-		out = out.PrefixExpr(with)
+	out := parts[len(parts)-1]
+	if len(parts) > 1 {
+		// A part with its own ORDER BY or LIMIT is a subquery of the compound.
+		out = sq.Select("p.id").FromSelect(out, "p")
+		for i := len(parts) - 2; i >= 0; i-- {
+			out = sq.Select("p.id").FromSelect(parts[i], "p").SuffixExpr(sq.Expr("UNION ALL ?", out))
+		}
+		out = sq.Select("id").FromSelect(out, "u").Limit(k)
+	}
+	if len(ctes) > 0 {
+		out = out.PrefixExpr(sq.Expr("WITH "+strings.TrimSuffix(strings.Repeat("?, ", len(ctes)), ", "), ctes...))
 	}
 	return out
 }

@@ -15,7 +15,8 @@ import (
 // candidate gives, whether it finds its issues among the walkSize oldest or
 // falls back to the sort: a crowd of one priority (every issue P2), the
 // same with the oldest issues closed (the walk finds nothing and the
-// candidates are sorted), and the oldest order.
+// candidates are sorted), and the oldest order; with --label, few issues
+// labelled (sorted alone) or every one (the walk or the sort, as without).
 func TestNextWalkKeepsClaimOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -44,12 +45,12 @@ func TestNextWalkKeepsClaimOrder(t *testing.T) {
 	rank := func(id string) int {
 		return claimtest.Count(t, conn, "SELECT count(*) FROM issues WHERE created_at <= (SELECT created_at FROM issues WHERE id = ?)", id)
 	}
-	check := func(t *testing.T, sort Sort) []string {
-		f := Filters{Sort: sort}
+	check := func(t *testing.T, sort Sort, labels ...string) []string {
+		f := Filters{Sort: sort, IncludeLabels: labels}
 		assert.NilError(t, f.Validate())
 		spec := newReadySpec(s.flavor, "walker", f, s.policy, time.Now())
 		want := ids(spec.candidates().Limit(headSize))
-		assert.Equal(t, len(want), headSize)
+		assert.Assert(t, len(want) > 1)
 		assert.DeepEqual(t, ids(spec.without(rule.costly).nextK(headSize)), want)
 		assert.DeepEqual(t, ids(spec.next()), want[:1])
 		res, err := s.Claim(ctx, Request{Agent: "walker", DryRun: true, Filters: f})
@@ -62,6 +63,16 @@ func TestNextWalkKeepsClaimOrder(t *testing.T) {
 			want := check(t, sort)
 			assert.Assert(t, rank(want[len(want)-1]) < walkSize, "the walk finds them among the oldest")
 		})
+	}
+	// --label: few issues with every label (the labelled ones sorted
+	// alone), and a label on every issue (the walk, or the sort).
+	_, err = conn.Exec(`INSERT INTO labels (issue_id, label) SELECT id, 'every' FROM issues;
+		INSERT INTO labels (issue_id, label) SELECT id, 'some' FROM issues WHERE rowid % 97 = 0`)
+	assert.NilError(t, err)
+	assert.Assert(t, claimtest.Count(t, conn, "SELECT count(*) FROM labels WHERE label = 'some'") < fewLabelled)
+	for _, sort := range []Sort{SortPriority, SortOldest, SortHybrid} {
+		t.Run("few labelled/"+string(sort), func(t *testing.T) { check(t, sort, "some", "every") })
+		t.Run("every issue labelled/"+string(sort), func(t *testing.T) { check(t, sort, "every") })
 	}
 	// Every issue among the walkSize oldest (and a few more) closed: the
 	// walk finds none, and the claim sorts what is left.
