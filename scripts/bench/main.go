@@ -1615,10 +1615,11 @@ const limits = `
   claim itself.
 - **Cost growth.** bd's schema has no index on (status, priority, created_at), and bd-claim may not add one.
   A claim first finds the most urgent priority that has a claimable issue (min() over
-  idx_issues_status_priority, which stops at the first match) and sorts only that priority's open issues
-  by age: cost in proportion to that group, about 8% of the issues at P0 in the generated mix, every open
-  issue in the same-priority worst case. Before this narrowing a claim at 10k took 10 ms in-process instead
-  of about 1 ms. Rare --label filters make the min() walk further before it matches.
+  idx_issues_status_priority, which stops at the first match). When that priority has 2048 open issues or
+  more it walks bd's idx_issues_created_at among the 4096 oldest issues and stops at the first claimable
+  ones (about 1 ms at 100k, every issue P2 included); otherwise, or when the walk finds none, it sorts
+  that priority's open issues by age, in proportion to that group. With --label filters that few issues
+  (under 1024) carry together, it sorts those alone, read from idx_labels_label_issue.
 - **In-process.** A claim writes what bd writes: the issue row (four indexes touched), an events row and
   the dirty mark, against one row in the raw loop, and it reads the whole row to recompute bd's content
   hash. Between claims a Store keeps the claim order while PRAGMA data_version shows no other writer (for
