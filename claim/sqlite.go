@@ -599,7 +599,8 @@ const fewLabelled = 1024
 // candidates sorted, as the hybrid order always is. The walk is taken
 // only for a crowd of at least crowdSize open candidates: fewer are
 // sorted faster than the walk skips the other issues. A workspace
-// without the index (flavor.byAge) always sorts.
+// without the index (flavor.byAge) always sorts. With --label, when fewer
+// than fewLabelled issues carry every label, those alone are sorted.
 func (s readySpec) nextK(k uint64) sq.SelectBuilder {
 	cheap, costly := s.split()
 	// first selects the first k of b's candidates that pass the costly
