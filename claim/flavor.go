@@ -38,6 +38,7 @@ type flavor struct {
 	rowTime    string                           // layout of issues.updated_at and dirty_issues.marked_at
 	history    history                          // how the failure policy reads failed attempts
 	closes     bool                             // bd-claim writes this bd's close (engineTx.closeIssue)
+	byAge      bool                             // bd's index on issues.created_at is there: a claim may walk it (nextK)
 	// notBlocked is bd's blocked rule; leaseExpired is true, as of now,
 	// for an in_progress issue i whose lease has ended (a takeover).
 	notBlocked   rule

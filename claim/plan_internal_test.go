@@ -91,6 +91,15 @@ func TestClaimQueryPlanUsesIndexes(t *testing.T) {
 						if name, ok := strings.CutPrefix(d, "CO-ROUTINE "); ok {
 							coroutines[name] = true
 						}
+						// A materialized CTE is one row (the pinned
+						// priority); the age window's bound reads at most
+						// walkSize entries of the created_at index.
+						if name, ok := strings.CutPrefix(d, "MATERIALIZE "); ok {
+							coroutines[name] = true
+						}
+						if d == "SCAN w USING COVERING INDEX idx_issues_created_at" {
+							continue
+						}
 						if m := planScan.FindStringSubmatch(d); m != nil && !coroutines[m[1]] {
 							t.Errorf("the claim query reads %s in full (%q)", m[1], d)
 						}

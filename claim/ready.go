@@ -26,6 +26,8 @@ type readySpec struct {
 	order  string // ORDER BY clause
 	args   []any  // arguments of order
 	sort   Sort
+	byAge  bool                             // the claim may walk bd's index on created_at (flavor.byAge)
+	labels []string                         // the labels every claimable issue has (Filters.IncludeLabels)
 	from   string                           // the rows a claim chooses from, aliased i (flavor.source)
 	fromOf func(id string) sq.SelectBuilder // those rows narrowed to one id (flavor.sourceOf), or nil
 	agent  string                           // the agent whose open issues the assignee rule admits ("" with --unassigned)
@@ -35,7 +37,7 @@ type readySpec struct {
 // agent, failure policy and set of filters, as of now.
 func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) readySpec {
 	nowText := fl.eventAt(now) // in the form of the database's datetime()
-	spec := readySpec{sort: f.Sort, from: fl.source, fromOf: fl.sourceOf}
+	spec := readySpec{sort: f.Sort, byAge: fl.byAge, labels: f.IncludeLabels, from: fl.source, fromOf: fl.sourceOf}
 	add := func(name, reason string, pred sq.Sqlizer) {
 		spec.rules = append(spec.rules, rule{name, reason, pred})
 	}

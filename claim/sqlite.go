@@ -569,34 +569,132 @@ func (x sqliteTx) dirty(id, at string) error {
 // next selects the first claimable issue. For the priority order it first
 // narrows to the most urgent priority that has a claimable issue: min()
 // walks idx_issues_status_priority and stops at the first match, so only
-// that priority's issues are sorted by age, not every open issue. The
+// that priority's issues are ordered by age, not every open issue. The
 // failure policy's rules, which look up events, are checked last: on the
-// sorted candidates, one at a time, until one passes (the LIMIT keeps
+// ordered candidates, one at a time, until one passes (the LIMIT keeps
 // SQLite from merging the two levels).
 func (s readySpec) next() sq.SelectBuilder { return s.nextK(1) }
 
+// walkSize is how many of the oldest issues a claim walks in age order
+// (nextK) before it sorts the candidates instead.
+const walkSize = 4096
+
+// crowdSize is how many open candidates (of the priority, for the
+// priority order) make nextK walk rather than sort.
+const crowdSize = 2048
+
+// fewLabelled is how few issues with every --label make nextK sort them
+// alone rather than the open issues of the priority.
+const fewLabelled = 1024
+
 // nextK selects the first k claimable issues of next's narrowing (the most
 // urgent priority that has one, for the priority order), in claim order.
+// The orders that follow age once narrowed (priority, oldest) walk
+// idx_issues_created_at among the walkSize oldest issues (every issue
+// created up to the walkSize-th oldest's created_at: a prefix of the order,
+// ties included) and stop at the k-th that passes, where sorting every
+// candidate by age costs the whole priority's issues (all open issues at
+// 100k of one priority: 160ms, the walk 1ms). The claimable issues the
+// walk finds are the first of the claim order; only when it finds none
+// (every old issue is closed, held or of another priority) are the
+// candidates sorted, as the hybrid order always is. The walk is taken
+// only for a crowd of at least crowdSize open candidates: fewer are
+// sorted faster than the walk skips the other issues. A workspace
+// without the index (flavor.byAge) always sorts. With --label, when fewer
+// than fewLabelled issues carry every label, those alone are sorted.
 func (s readySpec) nextK(k uint64) sq.SelectBuilder {
 	cheap, costly := s.split()
-	b := sq.Select("i.id").From(s.from).Where(cheap).OrderByClause(s.order, s.args...)
+	// first selects the first k of b's candidates that pass the costly
+	// rules, in order; and none unless when, a constant condition, holds
+	// (nil: always). A LIMIT is computed once, before SQLite walks or
+	// sorts: a subquery in a WHERE clause would be checked on every row.
+	first := func(b sq.SelectBuilder, when sq.Sqlizer, k uint64) sq.SelectBuilder {
+		n := k
+		if len(costly) > 0 {
+			n = 1 << 62
+		}
+		if when == nil {
+			b = b.Limit(n)
+		} else {
+			b = b.SuffixExpr(sq.Expr("LIMIT CASE WHEN ? THEN ? ELSE 0 END", when, n))
+		}
+		if len(costly) == 0 { // a specification without(rule.costly)
+			return b
+		}
+		return sq.Select("i.id").FromSelect(b, "i").Where(costly).Limit(k)
+	}
+	var ctes []any               // the statement's WITH clause (sq.Sqlizer), each computed once
+	var parts []sq.SelectBuilder // its parts, UNION ALL: at most one yields rows
+	var gate sq.Sqlizer          // when the parts after the label-driven one run (nil: always)
+	and := func(c sq.Sqlizer) sq.Sqlizer {
+		if gate == nil {
+			return c
+		}
+		return sq.Expr("? AND ?", gate, c) // gate first: it spares the rest
+	}
+	if len(s.labels) > 0 {
+		// When few issues have every --label, they are the candidates:
+		// read from idx_labels_label_issue (the first label's, the others
+		// looked up in the labels' primary key) and sorted in full claim
+		// order, instead of checking the labels of every issue of the
+		// priority (and of the open issues before it, for the min()).
+		has := sq.Select("d.issue_id").From("labels d").Where(sq.Eq{"d.label": s.labels[0]})
+		for _, l := range s.labels[1:] {
+			has = has.Where(sq.Expr("EXISTS (SELECT 1 FROM labels e WHERE e.issue_id = d.issue_id AND e.label = ?)", l))
+		}
+		ctes = append(ctes, sq.Expr("labelled(issue_id) AS (?)", has.Suffix(fmt.Sprintf("LIMIT %d", fewLabelled))))
+		few := sq.Expr(fmt.Sprintf("(SELECT count(*) FROM labelled) < %d", fewLabelled))
+		parts = append(parts, first(sq.Select("i.id").From("labelled CROSS JOIN "+s.from+" ON i.id = labelled.issue_id").
+			Where(cheap).OrderByClause(s.order, s.args...), few, k))
+		gate = sq.Expr("NOT ?", few)
+	}
+	crowd := "w.status = 'open'" // the claim order's crowd: the open issues it walks or sorts
 	if s.sort == SortPriority {
-		// The inner alias i shadows the outer one: the same rules apply.
 		// One min() per status (open, and in_progress for an expired
 		// lease): with an equality on status, each stops at its first
 		// match in the index. An in_progress issue matters only when it is
 		// more urgent than every claimable open one, and hardly any lease
 		// has expired: so the second walk stops at that priority, instead
-		// of checking the lease of every issue held at any priority.
+		// of checking the lease of every issue held at any priority. The
+		// inner alias i shadows the outer one: the same rules apply.
 		where := s.where()
-		open := sq.Expr("COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'open' AND ?), 5)", where)
-		b = b.Where(sq.Expr(`i.priority = COALESCE(
-	(SELECT min(i.priority) FROM issues i WHERE i.status = 'in_progress' AND i.priority < ? AND ?), ?)`, open, where, open))
+		ctes = append(ctes, sq.Expr(`open(p) AS (SELECT COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'open' AND ?), 5)),
+	pin(p) AS (SELECT COALESCE((SELECT min(i.priority) FROM issues i WHERE i.status = 'in_progress' AND i.priority < (SELECT p FROM open) AND ?), (SELECT p FROM open)))`, where, where))
+		cheap = append(cheap, sq.Expr("i.priority = (SELECT p FROM pin)"))
+		crowd += " AND w.priority = (SELECT p FROM pin)"
 	}
-	if len(costly) == 0 { // a specification without(rule.costly)
-		return b.Limit(k)
+	sorted := sq.Select("i.id").From(s.from).Where(cheap).OrderByClause(s.order, s.args...)
+	if s.sort == SortHybrid || !s.byAge {
+		parts = append(parts, first(sorted, gate, k))
+	} else {
+		walk := sq.Select("i.id").From(s.from+" INDEXED BY idx_issues_created_at").Where(cheap).
+			Where(sq.Expr(`i.created_at <= COALESCE(
+	(SELECT w.created_at FROM issues w INDEXED BY idx_issues_created_at ORDER BY w.created_at LIMIT 1 OFFSET ?),
+	(SELECT max(w.created_at) FROM issues w))`, walkSize-1)).
+			OrderBy("i.created_at ASC", "i.id ASC")
+		// The walk pays when the crowd is large: a few hundred issues
+		// are sorted faster than the walk skips the other priorities'.
+		// crowdSize is written in the statement: as bound parameters, the
+		// count made SQLite (modernc) take 1ms more at 1k issues.
+		crowded := sq.Expr(fmt.Sprintf("(SELECT count(*) FROM (SELECT 1 FROM issues w WHERE %s LIMIT %d)) = %d", crowd, crowdSize, crowdSize))
+		// The walk's issues (a CTE, read twice, walked once), or else the
+		// sorted candidates.
+		ctes = append(ctes, sq.Expr("walked(id) AS (?)", first(walk, and(crowded), k)))
+		parts = append(parts, sq.Select("id").From("walked"), first(sorted, and(sq.Expr("NOT EXISTS (SELECT 1 FROM walked)")), k))
 	}
-	return sq.Select("i.id").FromSelect(b.Limit(1<<62), "i").Where(costly).Limit(k)
+	out := parts[len(parts)-1]
+	if len(parts) > 1 {
+		// A part with its own ORDER BY or LIMIT is a subquery of the compound.
+		out = sq.Select("p.id").FromSelect(out, "p")
+		for i := len(parts) - 2; i >= 0; i-- {
+			out = sq.Select("p.id").FromSelect(parts[i], "p").SuffixExpr(sq.Expr("UNION ALL ?", out))
+		}
+		out = sq.Select("id").FromSelect(out, "u").Limit(k)
+	}
+	if len(ctes) > 0 {
+		out = out.PrefixExpr(sq.Expr("WITH "+strings.TrimSuffix(strings.Repeat("?, ", len(ctes)), ", "), ctes...))
+	}
+	return out
 }
 
 // firstOf selects the first of ids, in their order, that is claimable, on
@@ -743,7 +841,9 @@ func detectFlavor(ctx context.Context, conn db.DBTX) (flavor, error) {
 	if !v.AtLeast(minVersion[0], minVersion[1], minVersion[2]) || v.AtLeast(maxVersion[0], maxVersion[1]+1, 0) {
 		return flavor{}, Errorf(ESchema, "bd %s wrote this database; bd-claim supports SQLite workspaces of bd %s to %d.%d.x", v, minVersion, maxVersion[0], maxVersion[1])
 	}
-	return sqliteFlavor(v, tables["issues"], set.ExcludeIDPatterns), nil
+	f := sqliteFlavor(v, tables["issues"], set.ExcludeIDPatterns)
+	f.byAge = set.CreatedAtIndex == 1
+	return f, nil
 }
 
 // sqliteUnder is bd ready --parent of bd v0.27-v0.50: the descendants of

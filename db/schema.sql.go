@@ -44,20 +44,23 @@ func (q *Queries) SchemaColumns(ctx context.Context, db DBTX) (string, error) {
 const schemaSettings = `-- name: SchemaSettings :one
 SELECT
     CAST(COALESCE((SELECT value FROM metadata WHERE key = 'bd_version'), '') AS TEXT) AS bd_version,
-    CAST(COALESCE((SELECT value FROM config WHERE key = 'ready.exclude_id_patterns'), '') AS TEXT) AS exclude_id_patterns
+    CAST(COALESCE((SELECT value FROM config WHERE key = 'ready.exclude_id_patterns'), '') AS TEXT) AS exclude_id_patterns,
+    CAST(EXISTS (SELECT 1 FROM pragma_index_list('issues') WHERE name = 'idx_issues_created_at') AS INTEGER) AS created_at_index
 `
 
 type SchemaSettingsRow struct {
 	BdVersion         string
 	ExcludeIDPatterns string
+	CreatedAtIndex    int64
 }
 
 // SchemaSettings reads what decides bd's behaviour besides the columns: the
 // bd version that last wrote the database and bd ready's id exclusions
-// (” when unset).
+// (” when unset); and whether bd's index on issues.created_at is there,
+// which a claim walks in age order (bd has made it since v0.27).
 func (q *Queries) SchemaSettings(ctx context.Context, db DBTX) (SchemaSettingsRow, error) {
 	row := db.QueryRowContext(ctx, schemaSettings)
 	var i SchemaSettingsRow
-	err := row.Scan(&i.BdVersion, &i.ExcludeIDPatterns)
+	err := row.Scan(&i.BdVersion, &i.ExcludeIDPatterns, &i.CreatedAtIndex)
 	return i, err
 }

@@ -1,0 +1,88 @@
+package claim
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+	"gotest.tools/v3/assert"
+
+	"github.com/bdclaim/bd-claim/claim/claimtest"
+)
+
+// The age walk (nextK) hands out the claim order that sorting every
+// candidate gives, whether it finds its issues among the walkSize oldest or
+// falls back to the sort: a crowd of one priority (every issue P2), the
+// same with the oldest issues closed (the walk finds nothing and the
+// candidates are sorted), and the oldest order; with --label, few issues
+// labelled (sorted alone) or every one (the walk or the sort, as without).
+func TestNextWalkKeepsClaimOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const n = 8000
+	d, err := CreateDemo(ctx, t.TempDir(), n, 7)
+	assert.NilError(t, err)
+	conn := claimtest.Open(t, d.Workspace.DBPath)
+	_, err = conn.Exec("UPDATE issues SET priority = 2")
+	assert.NilError(t, err)
+	s, err := Open(ctx, d.Workspace, Options{})
+	assert.NilError(t, err)
+	defer s.Close()
+	assert.Assert(t, s.flavor.byAge)
+
+	// ids runs b and returns the ids it selects, in order.
+	ids := func(b sq.SelectBuilder) []string {
+		var out []string
+		err := s.look(ctx, "test", func(t *txn) error {
+			var id string
+			return t.each(b, []any{&id}, func() { out = append(out, id) })
+		})
+		assert.NilError(t, err)
+		return out
+	}
+	// rank is the place of issue id in the age order, from 1.
+	rank := func(id string) int {
+		return claimtest.Count(t, conn, "SELECT count(*) FROM issues WHERE created_at <= (SELECT created_at FROM issues WHERE id = ?)", id)
+	}
+	check := func(t *testing.T, sort Sort, labels ...string) []string {
+		f := Filters{Sort: sort, IncludeLabels: labels}
+		assert.NilError(t, f.Validate())
+		spec := newReadySpec(s.flavor, "walker", f, s.policy, time.Now())
+		want := ids(spec.candidates().Limit(headSize))
+		assert.Assert(t, len(want) > 1)
+		assert.DeepEqual(t, ids(spec.without(rule.costly).nextK(headSize)), want)
+		assert.DeepEqual(t, ids(spec.next()), want[:1])
+		res, err := s.Claim(ctx, Request{Agent: "walker", DryRun: true, Filters: f})
+		assert.NilError(t, err)
+		assert.Equal(t, res.Issue.ID, want[0])
+		return want
+	}
+	for _, sort := range []Sort{SortPriority, SortOldest} {
+		t.Run("crowd/"+string(sort), func(t *testing.T) {
+			want := check(t, sort)
+			assert.Assert(t, rank(want[len(want)-1]) < walkSize, "the walk finds them among the oldest")
+		})
+	}
+	// --label: few issues with every label (the labelled ones sorted
+	// alone), and a label on every issue (the walk, or the sort).
+	_, err = conn.Exec(`INSERT INTO labels (issue_id, label) SELECT id, 'every' FROM issues;
+		INSERT INTO labels (issue_id, label) SELECT id, 'some' FROM issues WHERE rowid % 97 = 0`)
+	assert.NilError(t, err)
+	assert.Assert(t, claimtest.Count(t, conn, "SELECT count(*) FROM labels WHERE label = 'some'") < fewLabelled)
+	for _, sort := range []Sort{SortPriority, SortOldest, SortHybrid} {
+		t.Run("few labelled/"+string(sort), func(t *testing.T) { check(t, sort, "some", "every") })
+		t.Run("every issue labelled/"+string(sort), func(t *testing.T) { check(t, sort, "every") })
+	}
+	// Every issue among the walkSize oldest (and a few more) closed: the
+	// walk finds none, and the claim sorts what is left.
+	_, err = conn.Exec(`UPDATE issues SET status = 'closed', closed_at = created_at
+		WHERE id IN (SELECT id FROM issues ORDER BY created_at, id LIMIT ?)`, walkSize+400)
+	assert.NilError(t, err)
+	for _, sort := range []Sort{SortPriority, SortOldest} {
+		t.Run("old issues closed/"+string(sort), func(t *testing.T) {
+			want := check(t, sort)
+			assert.Assert(t, rank(want[0]) > walkSize, "the walk finds nothing")
+		})
+	}
+}
