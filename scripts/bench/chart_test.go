@@ -38,10 +38,13 @@ func sample() *chartData {
 
 // svgDoc is what the test reads back from a chart.
 type svgDoc struct {
-	XMLName xml.Name `xml:"svg"`
-	Panels  []struct {
-		Series []svgSeries `xml:"g"`
-	} `xml:"g"`
+	XMLName xml.Name   `xml:"svg"`
+	Panels  []svgPanel `xml:"g"`
+}
+
+// svgPanel is one panel's group: its series.
+type svgPanel struct {
+	Series []svgSeries `xml:"g"`
 }
 
 // svgSeries is one series' group: its line, markers and legend entry.
@@ -103,14 +106,21 @@ func points(t *testing.T, s string) [][2]float64 {
 	return out
 }
 
-func TestChartLatencyVsSize(t *testing.T) {
-	d := sample()
-	data := d.charts()["latency-vs-size.svg"]
+// chartPanels draws the sample's chart name and returns its SVG and its
+// panels, which must number n.
+func chartPanels(t *testing.T, name string, n int) ([]byte, []svgPanel) {
+	t.Helper()
+	data := sample().charts()[name]
 	doc := parse(t, data)
-	if len(doc.Panels) != 1 {
-		t.Fatalf("%d panels, want 1", len(doc.Panels))
+	if len(doc.Panels) != n {
+		t.Fatalf("%s: %d panels, want %d", name, len(doc.Panels), n)
 	}
-	p := doc.Panels[0]
+	return data, doc.Panels
+}
+
+func TestChartLatencyVsSize(t *testing.T) {
+	data, panels := chartPanels(t, "latency-vs-size.svg", 1)
+	p := panels[0]
 	if len(p.Series) != 3 {
 		t.Fatalf("%d series, want 3", len(p.Series))
 	}
@@ -157,13 +167,8 @@ func TestChartLatencyVsSize(t *testing.T) {
 }
 
 func TestChartSwarm(t *testing.T) {
-	d := sample()
-	data := d.charts()["swarm.svg"]
-	doc := parse(t, data)
-	if len(doc.Panels) != 2 {
-		t.Fatalf("%d panels, want 2", len(doc.Panels))
-	}
-	lat, thr := doc.Panels[0], doc.Panels[1]
+	data, panels := chartPanels(t, "swarm.svg", 2)
+	lat, thr := panels[0], panels[1]
 	names := func(p []svgSeries) (out []string) {
 		for _, s := range p {
 			out = append(out, s.Legend)
