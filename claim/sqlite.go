@@ -160,7 +160,10 @@ func (e *sqliteEngine) ahead(ctx context.Context, req Request) ([]string, deck, 
 		// Without the failure policy's rules: the lookups they make per
 		// candidate were half of this read, and inside the lock firstOf
 		// checks the candidates against every rule anyway.
-		spec := newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now).without(rule.costly)
+		spec, err := t.x.narrow(newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now).without(rule.costly))
+		if err != nil {
+			return err
+		}
 		var id string
 		return t.each(spec.nextK(headSize), []any{&id}, func() { ids = append(ids, id) })
 	})
@@ -288,8 +291,19 @@ func (x sqliteTx) read(id string) (*row, error) {
 	return r, nil
 }
 
-// narrow: every rule can refuse an issue on SQLite.
-func (x sqliteTx) narrow(spec readySpec) (readySpec, error) { return spec, nil }
+// narrow lets the claim walk the age index (readySpec.nextK) only in a
+// workspace with a crowd of open issues: with fewer than crowdSize no
+// priority can have one, and the plain sort's statement is the cheaper to
+// prepare (about half a millisecond of every claim process) and to run.
+// Every rule can refuse an issue on SQLite.
+func (x sqliteTx) narrow(spec readySpec) (readySpec, error) {
+	if !spec.byAge || spec.sort == SortHybrid {
+		return spec, nil
+	}
+	n, err := x.e.q.IssueOpenCrowd(x.ctx, x.conn, crowdSize)
+	spec.byAge = n >= crowdSize
+	return spec, err
+}
 
 // next takes the first claimable of head; else a look (a dry run) sorts
 // the candidates, and a claim takes the next of the Store's remembered

@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,32 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
+
+// walks says whether a claim with sort on s's workspace may walk the age
+// index (sqliteTx.narrow), and checks that its statement says the same.
+func walks(t *testing.T, s *Store, sort Sort) bool {
+	t.Helper()
+	var spec readySpec
+	err := s.look(context.Background(), "test", func(x *txn) error {
+		var err error
+		spec, err = x.x.narrow(newReadySpec(s.flavor, "walker", Filters{Sort: sort}, s.policy, x.now))
+		return err
+	})
+	assert.NilError(t, err)
+	query, _ := spec.next().MustSql()
+	assert.Equal(t, strings.Contains(query, "walked"), spec.byAge, query)
+	return spec.byAge
+}
+
+// A workspace with fewer open issues than crowdSize has no crowd to walk:
+// its claims prepare and run the plain sort, whichever the order.
+func TestNarrowSortsFewOpenIssues(t *testing.T) {
+	s := openFixture(t, "0.49.6")
+	assert.Assert(t, s.flavor.byAge)
+	for _, sort := range []Sort{SortPriority, SortOldest} {
+		assert.Assert(t, !walks(t, s, sort), "sort %s", sort)
+	}
+}
 
 // The age walk (nextK) hands out the claim order that sorting every
 // candidate gives, whether it finds its issues among the walkSize oldest or
@@ -30,6 +57,7 @@ func TestNextWalkKeepsClaimOrder(t *testing.T) {
 	assert.NilError(t, err)
 	defer s.Close()
 	assert.Assert(t, s.flavor.byAge)
+	assert.Assert(t, walks(t, s, SortPriority), "a crowd of open issues may be walked")
 
 	// ids runs b and returns the ids it selects, in order.
 	ids := func(b sq.SelectBuilder) []string {

@@ -217,6 +217,19 @@ func (q *Queries) IssueLabels(ctx context.Context, db DBTX, issueID string) (str
 	return labels, err
 }
 
+const issueOpenCrowd = `-- name: IssueOpenCrowd :one
+SELECT count(*) FROM (SELECT 1 FROM issues WHERE status = 'open' LIMIT CAST(?1 AS INTEGER))
+`
+
+// IssueOpenCrowd counts the open issues, up to @most (idx_issues_status):
+// whether a claim may walk the age index at all (sqliteTx.narrow).
+func (q *Queries) IssueOpenCrowd(ctx context.Context, db DBTX, most int64) (int64, error) {
+	row := db.QueryRowContext(ctx, issueOpenCrowd, most)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const issueTouch = `-- name: IssueTouch :execrows
 UPDATE issues
 SET updated_at = ?1

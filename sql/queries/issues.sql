@@ -24,6 +24,11 @@ WHERE id = @id;
 SELECT CAST(COALESCE(json_group_array(label), '[]') AS TEXT) AS labels
 FROM (SELECT label FROM labels WHERE issue_id = @issue_id ORDER BY label);
 
+-- name: IssueOpenCrowd :one
+-- IssueOpenCrowd counts the open issues, up to @most (idx_issues_status):
+-- whether a claim may walk the age index at all (sqliteTx.narrow).
+SELECT count(*) FROM (SELECT 1 FROM issues WHERE status = 'open' LIMIT CAST(@most AS INTEGER));
+
 -- name: IssueHeldCount :one
 -- IssueHeldCount counts the in_progress issues assigned to an agent
 -- (idx_issues_assignee).
