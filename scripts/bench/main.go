@@ -1189,9 +1189,9 @@ func (b *bench) swarm() error {
 	b.add(row{sec, fmt.Sprintf("%d bd-claim processes at a time drain %d ready issues", *procs, *swarmN),
 		fmt.Sprintf("%.0f claims/s (%d claims in %s)", rate, len(res.claimed), res.wall.Round(time.Millisecond)),
 		"hello-world swarm", fmt.Sprintf("%.0f%% of its rate", 100*rate/(float64(len(floor.lat))/floor.wall.Seconds())),
-		"≥ 250 claims/s", verdict(rate >= 250)})
+		"", ""}) // the absolute targets of this swarm are retired: 3b judges swarms against floors of the same run
 	b.add(row{sec, "latency of one claim process in the swarm", fmt.Sprintf("p50 %s, p90 %s, p99 %s, max %s", ms(pct(res.claimLat, 50)), ms(pct(res.claimLat, 90)), ms(p99), ms(pct(res.claimLat, 100))),
-		"hello-world swarm p99", x(float64(p99) / float64(pct(floor.lat, 99))), "p99 ≤ 100 ms", verdict(p99 <= 100*time.Millisecond)})
+		"hello-world swarm p99", x(float64(p99) / float64(pct(floor.lat, 99))), "", ""})
 	b.add(row{sec, "duplicates (same id printed twice)", strconv.Itoa(dups),
 		fmt.Sprintf("%d distinct ids printed, %d claimed in the DB, %d ready", len(seen), inDB, *swarmN), "", "0",
 		verdict(dups == 0 && len(seen) == *swarmN && inDB == *swarmN)})
