@@ -787,7 +787,20 @@ func (t *doltTx) candidates(spec readySpec, k int, at *sq.SelectBuilder) ([]stri
 	}
 	rows := 0
 	dest := []any{&id, &priority, &passes}
-	err := t.each(spec.page(doltPage, at), dest, func() { rows++; row() })
+	// First with the policy's cheap condition (readySpec.clear): an issue
+	// that meets it passes the policy. Only an issue that does not, where
+	// it could change the result, has the page read again with the
+	// policy's rules themselves, which the server takes longer to plan.
+	undecided := false
+	err := t.each(spec.page(doltPage, at, spec.clear), dest, func() {
+		undecided = undecided || (passes == 0 && n < k && (n == 0 || priority == first))
+		row()
+	})
+	if err == nil && undecided {
+		ids, n = nil, 0
+		_, costly := spec.split()
+		err = t.each(spec.page(doltPage, at, costly), dest, func() { rows++; row() })
+	}
 	if err == nil && n == 0 && rows == doltPage && at == nil {
 		// The page is a prefix of the claim order, so what passes in it
 		// comes first. Only a full page that had none looks further:
@@ -1101,14 +1114,15 @@ func (t *doltTx) snapshotOf(id string) (doltSnapshot, error) {
 // them on every row), and passes is 1 for an issue that meets them too.
 // at, when not nil, is the rows to look at instead of every issue and
 // wisp (doltSourceAt): only those are checked against the rules and
-// sorted.
-func (s readySpec) page(n uint64, at *sq.SelectBuilder) sq.SelectBuilder {
-	cheap, costly := s.split()
+// sorted. passes is policy's verdict: the failure policy's rules, or a
+// condition under which they hold (readySpec.clear).
+func (s readySpec) page(n uint64, at *sq.SelectBuilder, policy sq.Sqlizer) sq.SelectBuilder {
+	cheap, _ := s.split()
 	b := sq.Select("i.id", "i.priority", "i.created_at").From(s.from)
 	if at != nil {
 		b = b.FromSelect(*at, "i")
 	}
 	b = b.Where(cheap).OrderByClause(s.order, s.args...).Limit(n)
-	return sq.Select("i.id", "i.priority").Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END", costly)).
+	return sq.Select("i.id", "i.priority").Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END", policy)).
 		FromSelect(b, "i").OrderByClause(s.order, s.args...)
 }
