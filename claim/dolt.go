@@ -290,6 +290,21 @@ func doltSourceOf(id string) sq.SelectBuilder {
 	return sq.Select(doltColumns).From("issues").Where(sq.Eq{"id": id}).Suffix("UNION ALL SELECT "+doltColumns+" FROM wisps WHERE id = ?", id)
 }
 
+// doltSourceAt is doltSource narrowed to the rows that can come first in
+// the priority order when top is the most urgent priority of an open
+// issue or wisp: those of priority top, and the in_progress ones (an
+// expired lease is claimable) more urgent than it. Each branch of the
+// union reads through an index (idx_issues_priority,
+// idx_issues_status_updated_at), where a condition on the union would be
+// checked on every row: at 10k issues over five priorities the claim's
+// query took 10-11 ms instead of 18-23 (the floor's full scan, 11-15).
+func doltSourceAt(top int64) sq.SelectBuilder {
+	return sq.Select(doltColumns).From("issues").Where(sq.Eq{"priority": top}).Suffix(
+		"UNION ALL SELECT "+doltColumns+" FROM issues WHERE status = 'in_progress' AND priority < ?"+
+			" UNION ALL SELECT "+doltColumns+" FROM wisps WHERE priority = ?"+
+			" UNION ALL SELECT "+doltColumns+" FROM wisps WHERE status = 'in_progress' AND priority < ?", top, top, top)
+}
+
 // doltLabels is the labels of issues and wisps.
 const doltLabels = `(SELECT issue_id, label FROM labels UNION ALL SELECT issue_id, label FROM wisp_labels)`
 
@@ -728,14 +743,10 @@ func (t *doltTx) narrow(spec readySpec) (readySpec, error) {
 // processes, 0 of 8 alone; with the spread, 0 of 8).
 //
 // In the priority order it starts at the most urgent priority of an open
-// issue (top, read by narrow): it looks at the open issues of that
-// priority and the in_progress ones (whose lease may have expired) first.
-// Every other issue is open and less urgent, so when one of these passes
-// at top or before it, it heads the claim order; else the claim looks at
-// every issue. The server reads every row either way (no index serves the
-// readiness rules), but the rows of other priorities fail the first
-// comparison and are not sorted: at 10k issues over five priorities the
-// query took 23 ms instead of 42 (BENCHMARKS.md).
+// issue (top, read by narrow): it looks at the issues of that priority and
+// the more urgent in_progress ones (whose lease may have expired) first
+// (doltSourceAt). Every other issue is less urgent, so when one of these
+// passes, it heads the claim order; else the claim looks at every issue.
 func (t *doltTx) next(spec readySpec, _ Request, _ []string) (string, bool, error) {
 	k := doltSpread
 	if t.try <= 1 && !t.queued {
@@ -744,14 +755,11 @@ func (t *doltTx) next(spec readySpec, _ Request, _ []string) (string, bool, erro
 	var ids []string
 	var err error
 	if spec.sort == SortPriority && t.top.Valid {
-		var first int
-		ids, first, err = t.candidates(spec, k, sq.Expr("(i.priority = ? OR i.status = 'in_progress')", t.top.Int64))
-		if err == nil && (len(ids) == 0 || int64(first) > t.top.Int64) {
-			ids = nil
-		}
+		at := doltSourceAt(t.top.Int64)
+		ids, err = t.candidates(spec, k, &at)
 	}
 	if err == nil && ids == nil {
-		ids, _, err = t.candidates(spec, k, nil)
+		ids, err = t.candidates(spec, k, nil)
 	}
 	if err != nil || len(ids) == 0 {
 		return "", false, err
@@ -760,9 +768,9 @@ func (t *doltTx) next(spec readySpec, _ Request, _ []string) (string, bool, erro
 }
 
 // candidates reads the first k claimable issues of spec, among the rows
-// bound admits (nil: every row), that share the first one's priority, in
-// claim order, and that priority.
-func (t *doltTx) candidates(spec readySpec, k int, bound sq.Sqlizer) ([]string, int, error) {
+// of at (nil: every row), that share the first one's priority, in claim
+// order.
+func (t *doltTx) candidates(spec readySpec, k int, at *sq.SelectBuilder) ([]string, error) {
 	var ids []string
 	var id string
 	var priority, first, passes, n int
@@ -779,14 +787,27 @@ func (t *doltTx) candidates(spec readySpec, k int, bound sq.Sqlizer) ([]string, 
 	}
 	rows := 0
 	dest := []any{&id, &priority, &passes}
-	err := t.each(spec.page(doltPage, bound), dest, func() { rows++; row() })
-	if err == nil && n == 0 && rows == doltPage && bound == nil {
+	// First with the policy's cheap condition (readySpec.clear): an issue
+	// that meets it passes the policy. Only an issue that does not, where
+	// it could change the result, has the page read again with the
+	// policy's rules themselves, which the server takes longer to plan.
+	undecided := false
+	err := t.each(spec.page(doltPage, at, spec.clear), dest, func() {
+		undecided = undecided || (passes == 0 && n < k && (n == 0 || priority == first))
+		row()
+	})
+	if err == nil && undecided {
+		ids, n = nil, 0
+		_, costly := spec.split()
+		err = t.each(spec.page(doltPage, at, costly), dest, func() { rows++; row() })
+	}
+	if err == nil && n == 0 && rows == doltPage && at == nil {
 		// The page is a prefix of the claim order, so what passes in it
 		// comes first. Only a full page that had none looks further:
 		// every issue in it is in backoff or abandoned.
 		err = t.each(spec.candidates().Columns("i.priority", "1").Limit(uint64(k)), dest, row)
 	}
-	return ids, first, err
+	return ids, err
 }
 
 // doltPage is how many candidates, in claim order, a Dolt claim checks
@@ -1091,14 +1112,17 @@ func (t *doltTx) snapshotOf(id string) (doltSnapshot, error) {
 // by every rule but the failure policy's, which look up events: those are
 // checked on these n issues only (a Dolt server would otherwise evaluate
 // them on every row), and passes is 1 for an issue that meets them too.
-// bound, when not nil, comes first: only the rows it admits are checked
-// against the rules and sorted.
-func (s readySpec) page(n uint64, bound sq.Sqlizer) sq.SelectBuilder {
-	cheap, costly := s.split()
-	if bound != nil {
-		cheap = append(sq.And{bound}, cheap...)
+// at, when not nil, is the rows to look at instead of every issue and
+// wisp (doltSourceAt): only those are checked against the rules and
+// sorted. passes is policy's verdict: the failure policy's rules, or a
+// condition under which they hold (readySpec.clear).
+func (s readySpec) page(n uint64, at *sq.SelectBuilder, policy sq.Sqlizer) sq.SelectBuilder {
+	cheap, _ := s.split()
+	b := sq.Select("i.id", "i.priority", "i.created_at").From(s.from)
+	if at != nil {
+		b = b.FromSelect(*at, "i")
 	}
-	b := sq.Select("i.id", "i.priority", "i.created_at").From(s.from).Where(cheap).OrderByClause(s.order, s.args...).Limit(n)
-	return sq.Select("i.id", "i.priority").Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END", costly)).
+	b = b.Where(cheap).OrderByClause(s.order, s.args...).Limit(n)
+	return sq.Select("i.id", "i.priority").Column(sq.Expr("CASE WHEN ? THEN 1 ELSE 0 END", policy)).
 		FromSelect(b, "i").OrderByClause(s.order, s.args...)
 }

@@ -31,6 +31,7 @@ type readySpec struct {
 	from   string                           // the rows a claim chooses from, aliased i (flavor.source)
 	fromOf func(id string) sq.SelectBuilder // those rows narrowed to one id (flavor.sourceOf), or nil
 	agent  string                           // the agent whose open issues the assignee rule admits ("" with --unassigned)
+	clear  sq.Sqlizer                       // a cheap condition under which the failure policy's rules hold (Policy.clear)
 }
 
 // newReadySpec builds the specification for one workspace flavor,
@@ -53,6 +54,7 @@ func newReadySpec(fl flavor, agent string, f Filters, p Policy, now time.Time) r
 	}
 	spec.rules = fl.readyRules(spec.rules, nowText, f)
 	spec.rules = append(spec.rules, p.rules(fl.history, now)...)
+	spec.clear = p.clear(fl.history)
 	// hasLabel is true for an issue with a label for which pred (on l) holds.
 	hasLabel := func(pred sq.Sqlizer) sq.Sqlizer {
 		return sq.Expr("EXISTS (SELECT 1 FROM "+fl.labels+" l WHERE l.issue_id = i.id AND ?)", pred)

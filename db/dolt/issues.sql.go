@@ -381,8 +381,8 @@ func (q *Queries) IssueInProgressClaims(ctx context.Context, db DBTX) (string, e
 }
 
 const issueReadyBounds = `-- name: IssueReadyBounds :one
-SELECT CAST((SELECT count(*) FROM (SELECT i.id FROM issues i WHERE i.defer_until > ?
-        UNION ALL SELECT w.id FROM wisps w WHERE w.defer_until > ?) d) AS SIGNED) AS deferred,
+SELECT CAST((EXISTS (SELECT 1 FROM issues i WHERE i.defer_until > ?)
+        OR EXISTS (SELECT 1 FROM wisps w WHERE w.defer_until > ?)) AS SIGNED) AS deferred,
        CAST(COALESCE((SELECT i.priority FROM issues i WHERE CONCAT(i.status) = 'open' ORDER BY i.priority LIMIT 1), -1) AS SIGNED) AS top_issue,
        CAST(COALESCE((SELECT w.priority FROM wisps w WHERE CONCAT(w.status) = 'open' ORDER BY w.priority LIMIT 1), -1) AS SIGNED) AS top_wisp
 `
@@ -398,7 +398,8 @@ type IssueReadyBoundsRow struct {
 }
 
 // IssueReadyBounds is what narrows a claim's query, in one statement. deferred
-// counts the issues and wisps deferred beyond now (idx_issues_defer_until):
+// is 1 when an issue or a wisp is deferred beyond now (idx_issues_defer_until;
+// EXISTS stops at the first, where a count read them all and planned a union):
 // when none is, no issue has a deferred parent, and a claim leaves that
 // rule, which the server takes long to plan, out of its query. top_issue
 // and top_wisp are the most urgent priority of an open issue, and of an

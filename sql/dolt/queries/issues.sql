@@ -35,7 +35,8 @@ WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status IN ('open',
 
 -- name: IssueReadyBounds :one
 -- IssueReadyBounds is what narrows a claim's query, in one statement. deferred
--- counts the issues and wisps deferred beyond now (idx_issues_defer_until):
+-- is 1 when an issue or a wisp is deferred beyond now (idx_issues_defer_until;
+-- EXISTS stops at the first, where a count read them all and planned a union):
 -- when none is, no issue has a deferred parent, and a claim leaves that
 -- rule, which the server takes long to plan, out of its query. top_issue
 -- and top_wisp are the most urgent priority of an open issue, and of an
@@ -44,8 +45,8 @@ WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status IN ('open',
 -- at the first open row; the status is compared through CONCAT so that the
 -- server does not trade that walk for the status index, which would read
 -- every open row (at 10k open issues, 15 ms against 1).
-SELECT CAST((SELECT count(*) FROM (SELECT i.id FROM issues i WHERE i.defer_until > sqlc.arg(now)
-        UNION ALL SELECT w.id FROM wisps w WHERE w.defer_until > sqlc.arg(now)) d) AS SIGNED) AS deferred,
+SELECT CAST((EXISTS (SELECT 1 FROM issues i WHERE i.defer_until > sqlc.arg(now))
+        OR EXISTS (SELECT 1 FROM wisps w WHERE w.defer_until > sqlc.arg(now))) AS SIGNED) AS deferred,
        CAST(COALESCE((SELECT i.priority FROM issues i WHERE CONCAT(i.status) = 'open' ORDER BY i.priority LIMIT 1), -1) AS SIGNED) AS top_issue,
        CAST(COALESCE((SELECT w.priority FROM wisps w WHERE CONCAT(w.status) = 'open' ORDER BY w.priority LIMIT 1), -1) AS SIGNED) AS top_wisp;
 
