@@ -1727,9 +1727,14 @@ const limits = `
 - **Swarm.** The processes share the cores, and each claim process pays its start, schema parse, claim and
   checkpoint: cores ÷ the CPU per process (measured in the 3b swarms) is the CPU-bound limit. Writers take
   turns in a kernel queue in arrival order (docs/architecture.md), so a claim waits behind the other N-1
-  processes: the fair-queue bound, about N ÷ throughput, which p50 approaches and p99 stays near. The
-  256-process targets are beyond one process per claim on 2 cores: the minimal claim program's own CPU per
-  process (3b's last row) puts even its limit below them. Section 3 drains its workspace with bd's writes
+  processes: the fair-queue bound, about N ÷ throughput, which p50 approaches and p99 stays near. A bd-claim
+  claim process costs about twice the minimal program's CPU in the same swarm. Profiled (perf, 30 claim
+  processes on a 1,920-issue workspace): half of it is the kernel's (page faults of a binary twice the size:
+  about 1,200 against 850 per process; scheduling), and of the rest the read-ahead on the queue's deck is a
+  quarter (mostly SQLite preparing statements, the schema parse included), the schema check 12% (the columns
+  of nine tables), runtime start 9%, the close-time checkpoint 6%. What would reach 1.3x: a claim binary that
+  links neither the MCP SDK nor the MySQL driver, a read-ahead only when writers are queued, and a schema check
+  of the issues table alone. Section 3 drains its workspace with bd's writes
   beside it, so its later claims sort larger priority groups and check more held leases. Tried and dropped:
   retrying in Go every 1-8 ms instead of the busy handler (the polling starved the cores), a lock byte in the
   database file (closing any descriptor drops the process's POSIX locks), GOMAXPROCS=1 (slower), PRAGMA
@@ -1746,7 +1751,13 @@ const limits = `
 - **Dolt (section 5).** A claim is about 15 loopback round trips (schema checks, GET_LOCK, the transaction,
   DOLT_ADD, DOLT_COMMIT, RELEASE_LOCK), and bd's footprint costs the server about 30 ms of CPU. The minimal
   Dolt claim program (scripts/bench/doltfloor: bd's writes and Dolt commit after a plain ORDER BY, no rules,
-  no lock) is the floor; at 10k the readiness query adds its sort. The swarm is one writer at a time
+  no lock) is the floor. Traced statement by statement through a logging proxy (1k, ms): the process start
+  4.4 against the floor's 3.0 (a larger binary), then what the floor does not do: the open check 2.4,
+  GET_LOCK 0.5, the ready bounds 4.2, the issue's snapshot 1.4, the event id 0.5, RELEASE_LOCK 0.7; and the
+  candidates query 7.1 against the floor's plain read 2.3. The same writes cost the same. What would come
+  closer (about 1.4-1.5x at 1k): the open check inside the GET_LOCK statement, the ready bounds folded into
+  the candidates query, the event id taken from the insert, no RELEASE_LOCK in a one-shot process, and
+  several statements per round trip. The swarm is one writer at a time
   (GET_LOCK) times one claim; bd's processes retry optimistically and give up after 15 s (Error 1213), more
   often the busier the server. Tried and dropped: leaving bd the head of its ready list, queueing a machine's
   writers before GET_LOCK, releasing the lock before the Dolt commit (concurrent commits cost the server more).
