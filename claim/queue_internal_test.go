@@ -163,10 +163,13 @@ func TestQueueSpentSortsAfresh(t *testing.T) {
 func TestQueueOrderQueryFails(t *testing.T) {
 	s := openFixture(t, "0.49.6")
 	ctx := context.Background()
-	for range 2 { // the first claim reads ahead (head); the second sorts and starts the order
-		_, err := s.Claim(ctx, Request{Agent: "q"})
-		assert.NilError(t, err)
-	}
+	// The first claim reads ahead (head); the second sorts and starts the
+	// order; the third finds that q has no open issue of its own and builds
+	// the order.
+	claimIDs(t, s, Request{Agent: "q"}, 3)
+	_, alone := orderOf(s, "q").alone["q"]
+	assert.Assert(t, alone && orderOf(s, "q").ids != nil)
+	orderOf(s, "q").ids = nil // spent: the next claim builds it again
 	_, err := sqliteOf(s).writer.ExecContext(ctx, "DROP TABLE blocked_issues_cache")
 	assert.NilError(t, err)
 	_, err = s.Claim(ctx, Request{Agent: "q"})
