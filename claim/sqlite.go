@@ -291,16 +291,22 @@ func (x sqliteTx) read(id string) (*row, error) {
 	return r, nil
 }
 
-// narrow lets the claim walk the age index (readySpec.nextK) only in a
-// workspace with a crowd of open issues: with fewer than crowdSize no
-// priority can have one, and the plain sort's statement is the cheaper to
-// prepare (about half a millisecond of every claim process) and to run.
-// Every rule can refuse an issue on SQLite.
+// narrow lets the claim walk the age index (readySpec.nextK) only where
+// a crowd may be: crowdSize open issues or more, of the most urgent open
+// priority for the priority order. Elsewhere the plain sort's statement is
+// the cheaper to prepare (about half a millisecond of every claim process)
+// and to run. The statement's own crowd check, on the claimable issues,
+// still decides whether it walks. Every rule can refuse an issue on
+// SQLite.
 func (x sqliteTx) narrow(spec readySpec) (readySpec, error) {
 	if !spec.byAge || spec.sort == SortHybrid {
 		return spec, nil
 	}
-	n, err := x.e.q.IssueOpenCrowd(x.ctx, x.conn, crowdSize)
+	count := x.e.q.IssueOpenCrowd
+	if spec.sort == SortPriority {
+		count = x.e.q.IssueTopPriorityCrowd
+	}
+	n, err := count(x.ctx, x.conn, crowdSize)
 	spec.byAge = n >= crowdSize
 	return spec, err
 }

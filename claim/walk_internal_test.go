@@ -38,6 +38,22 @@ func TestNarrowSortsFewOpenIssues(t *testing.T) {
 	}
 }
 
+// With crowdSize open issues or more but fewer of the most urgent
+// priority, the age order may walk and the priority order sorts.
+func TestNarrowCrowdOfTopPriority(t *testing.T) {
+	ctx := context.Background()
+	d, err := CreateDemo(ctx, t.TempDir(), 3000, 1)
+	assert.NilError(t, err)
+	s, err := Open(ctx, d.Workspace, Options{})
+	assert.NilError(t, err)
+	defer s.Close()
+	conn := claimtest.Open(t, d.Workspace.DBPath)
+	assert.Assert(t, claimtest.Count(t, conn, "SELECT count(*) FROM issues WHERE status = 'open'") >= crowdSize)
+	assert.Assert(t, claimtest.Count(t, conn, "SELECT count(*) FROM issues WHERE status = 'open' AND priority = 0") < crowdSize)
+	assert.Assert(t, walks(t, s, SortOldest))
+	assert.Assert(t, !walks(t, s, SortPriority))
+}
+
 // The age walk (nextK) hands out the claim order that sorting every
 // candidate gives, whether it finds its issues among the walkSize oldest or
 // falls back to the sort: a crowd of one priority (every issue P2), the

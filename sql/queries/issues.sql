@@ -26,8 +26,17 @@ FROM (SELECT label FROM labels WHERE issue_id = @issue_id ORDER BY label);
 
 -- name: IssueOpenCrowd :one
 -- IssueOpenCrowd counts the open issues, up to @most (idx_issues_status):
--- whether a claim may walk the age index at all (sqliteTx.narrow).
+-- whether a claim in age order may walk the age index at all
+-- (sqliteTx.narrow).
 SELECT count(*) FROM (SELECT 1 FROM issues WHERE status = 'open' LIMIT CAST(@most AS INTEGER));
+
+-- name: IssueTopPriorityCrowd :one
+-- IssueTopPriorityCrowd counts the open issues of the most urgent open
+-- priority, up to @most (idx_issues_status_priority, whose min() stops at
+-- the first entry): whether a claim in priority order may walk the age
+-- index at all (sqliteTx.narrow).
+SELECT count(*) FROM (SELECT 1 FROM issues WHERE status = 'open'
+    AND priority = (SELECT min(priority) FROM issues WHERE status = 'open') LIMIT CAST(@most AS INTEGER));
 
 -- name: IssueHeldCount :one
 -- IssueHeldCount counts the in_progress issues assigned to an agent
