@@ -478,7 +478,7 @@ func (t *doltTx) take(c choice, req Request) (Result, error) {
 		}
 	}
 	old := doltSnapshotOf(c.r).eventJSON(req.ID == "" || t.style.updateLabels)
-	if err := t.event(table, c.r.ID, "claimed", req.Agent, text(old), text(dolt.ClaimedNewValue(req.Agent)), sql.NullString{}); err != nil {
+	if err := table.InsertEvent(t.ctx, t.conn, dolt.ClaimedEvent(c.r.ID, req.Agent, old, t.now)); err != nil {
 		return Result{}, err
 	}
 	res.ClaimID = lock

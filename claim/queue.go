@@ -34,9 +34,10 @@ type queue struct {
 }
 
 // next returns the id of the next issue to claim (ok false when there is
-// none). It runs inside the claim's write transaction t, so nothing else
+// none), from the order or else from sorted (a sort of the candidates
+// afresh). It runs inside the claim's write transaction t, so nothing else
 // can write meanwhile.
-func (q *queue) next(t *txn, spec readySpec) (id string, ok bool, err error) {
+func (q *queue) next(t *txn, spec readySpec, sorted func() (string, bool, error)) (id string, ok bool, err error) {
 	var version int64
 	verr := t.conn.QueryRowContext(t.ctx, "PRAGMA data_version").Scan(&version)
 	if verr != nil || q.version != version || t.now.Sub(q.at) >= queueTTL || t.now.Before(q.at) {
@@ -50,7 +51,7 @@ func (q *queue) next(t *txn, spec readySpec) (id string, ok bool, err error) {
 	// Sorted afresh too when the order is spent: an issue that became
 	// claimable through the Store's own connection (its release) is not in
 	// it.
-	ok, err = found(t.queryRow(spec.next()).Scan(&id))
+	id, ok, err = sorted()
 	return id, ok, errors.Join(verr, err)
 }
 

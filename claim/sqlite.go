@@ -160,7 +160,7 @@ func (e *sqliteEngine) ahead(ctx context.Context, req Request) ([]string, deck, 
 		// Without the failure policy's rules: the lookups they make per
 		// candidate were half of this read, and inside the lock firstOf
 		// checks the candidates against every rule anyway.
-		spec, err := t.x.narrow(newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now).without(rule.costly))
+		spec, err := sqliteTx{t, e}.crowded(newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now).without(rule.costly))
 		if err != nil {
 			return err
 		}
@@ -291,14 +291,17 @@ func (x sqliteTx) read(id string) (*row, error) {
 	return r, nil
 }
 
-// narrow lets the claim walk the age index (readySpec.nextK) only where
-// a crowd may be: crowdSize open issues or more, of the most urgent open
-// priority for the priority order. Elsewhere the plain sort's statement is
-// the cheaper to prepare (about half a millisecond of every claim process)
-// and to run. The statement's own crowd check, on the claimable issues,
-// still decides whether it walks. Every rule can refuse an issue on
-// SQLite.
-func (x sqliteTx) narrow(spec readySpec) (readySpec, error) {
+// narrow: every rule can refuse an issue on SQLite.
+func (x sqliteTx) narrow(spec readySpec) (readySpec, error) { return spec, nil }
+
+// crowded lets a sort of the candidates (readySpec.nextK) walk the age
+// index only where a crowd may be: crowdSize open issues or more, of the
+// most urgent open priority for the priority order. Elsewhere the plain
+// sort's statement is the cheaper to prepare (about half a millisecond of
+// every claim process) and to run. The statement's own crowd check, on the
+// claimable issues, still decides whether it walks. Only a sort asks: a
+// claim that takes a candidate read ahead or a remembered one does not.
+func (x sqliteTx) crowded(spec readySpec) (readySpec, error) {
 	if !spec.byAge || spec.sort == SortHybrid {
 		return spec, nil
 	}
@@ -311,6 +314,14 @@ func (x sqliteTx) narrow(spec readySpec) (readySpec, error) {
 	return spec, err
 }
 
+// first sorts the candidates afresh and selects the first claimable one.
+func (x sqliteTx) first(spec readySpec) (id string, ok bool, err error) {
+	if spec, err = x.crowded(spec); err == nil {
+		ok, err = found(x.queryRow(spec.next()).Scan(&id))
+	}
+	return id, ok, err
+}
+
 // next takes the first claimable of head; else a look (a dry run) sorts
 // the candidates, and a claim takes the next of the Store's remembered
 // order for req (queue).
@@ -321,10 +332,9 @@ func (x sqliteTx) next(spec readySpec, req Request, head []string) (id string, o
 		}
 	}
 	if x.try == 0 {
-		ok, err = found(x.queryRow(spec.next()).Scan(&id))
-		return id, ok, err
+		return x.first(spec)
 	}
-	return x.e.queues.of(req).next(x.txn, spec)
+	return x.e.queues.of(req).next(x.txn, spec, func() (string, bool, error) { return x.first(spec) })
 }
 
 // take writes claim c as bd's UpdateIssue does (transition): a takeover

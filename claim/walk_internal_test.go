@@ -13,13 +13,13 @@ import (
 )
 
 // walks says whether a claim with sort on s's workspace may walk the age
-// index (sqliteTx.narrow), and checks that its statement says the same.
+// index (sqliteTx.crowded), and checks that its statement says the same.
 func walks(t *testing.T, s *Store, sort Sort) bool {
 	t.Helper()
 	var spec readySpec
 	err := s.look(context.Background(), "test", func(x *txn) error {
 		var err error
-		spec, err = x.x.narrow(newReadySpec(s.flavor, "walker", Filters{Sort: sort}, s.policy, x.now))
+		spec, err = sqliteTx{x, sqliteOf(s)}.crowded(newReadySpec(s.flavor, "walker", Filters{Sort: sort}, s.policy, x.now))
 		return err
 	})
 	assert.NilError(t, err)

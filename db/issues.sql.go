@@ -223,7 +223,7 @@ SELECT count(*) FROM (SELECT 1 FROM issues WHERE status = 'open' LIMIT CAST(?1 A
 
 // IssueOpenCrowd counts the open issues, up to @most (idx_issues_status):
 // whether a claim in age order may walk the age index at all
-// (sqliteTx.narrow).
+// (sqliteTx.crowded).
 func (q *Queries) IssueOpenCrowd(ctx context.Context, db DBTX, most int64) (int64, error) {
 	row := db.QueryRowContext(ctx, issueOpenCrowd, most)
 	var count int64
@@ -239,7 +239,7 @@ SELECT count(*) FROM (SELECT 1 FROM issues WHERE status = 'open'
 // IssueTopPriorityCrowd counts the open issues of the most urgent open
 // priority, up to @most (idx_issues_status_priority, whose min() stops at
 // the first entry): whether a claim in priority order may walk the age
-// index at all (sqliteTx.narrow).
+// index at all (sqliteTx.crowded).
 func (q *Queries) IssueTopPriorityCrowd(ctx context.Context, db DBTX, most int64) (int64, error) {
 	row := db.QueryRowContext(ctx, issueTopPriorityCrowd, most)
 	var count int64

@@ -27,14 +27,14 @@ FROM (SELECT label FROM labels WHERE issue_id = @issue_id ORDER BY label);
 -- name: IssueOpenCrowd :one
 -- IssueOpenCrowd counts the open issues, up to @most (idx_issues_status):
 -- whether a claim in age order may walk the age index at all
--- (sqliteTx.narrow).
+-- (sqliteTx.crowded).
 SELECT count(*) FROM (SELECT 1 FROM issues WHERE status = 'open' LIMIT CAST(@most AS INTEGER));
 
 -- name: IssueTopPriorityCrowd :one
 -- IssueTopPriorityCrowd counts the open issues of the most urgent open
 -- priority, up to @most (idx_issues_status_priority, whose min() stops at
 -- the first entry): whether a claim in priority order may walk the age
--- index at all (sqliteTx.narrow).
+-- index at all (sqliteTx.crowded).
 SELECT count(*) FROM (SELECT 1 FROM issues WHERE status = 'open'
     AND priority = (SELECT min(priority) FROM issues WHERE status = 'open') LIMIT CAST(@most AS INTEGER));
 
