@@ -50,7 +50,7 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 	var res Result
 	if req.DryRun {
 		err := s.look(ctx, "find a ready issue", func(t *txn) error {
-			c, err := t.choose(req, nil)
+			c, err := t.choose(&req, nil)
 			res = c.result()
 			return err
 		})
@@ -61,7 +61,7 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	err = s.writeFromDeck(ctx, "claim an issue", d, func(t *txn) error {
-		c, err := t.choose(req, head)
+		c, err := t.choose(&req, head)
 		if err != nil || c.r == nil {
 			res = c.result()
 			return err
@@ -104,10 +104,12 @@ func (c choice) result() Result {
 
 // choose finds the issue req would claim, and reads it: the engine's next
 // claimable issue of the readySpec (the first claimable of head, the
-// candidates read ahead, when there are any), or the issue req.ID when the
+// candidates read ahead, when there are any), or the issue req.ID (a
+// partial id resolved: req.ID is then the whole one) when the
 // specification admits it. An --id the specification refuses is
 // explained. It writes nothing.
-func (t *txn) choose(req Request, head []string) (choice, error) {
+func (t *txn) choose(ptr *Request, head []string) (choice, error) {
+	req := *ptr
 	spec, err := t.x.narrow(newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now))
 	if err != nil {
 		return choice{}, err
@@ -115,9 +117,10 @@ func (t *txn) choose(req Request, head []string) (choice, error) {
 	var c claimEvent // of issue req.ID
 	if req.ID != "" {
 		var err error
-		if c, err = t.x.claimState(req.ID); err != nil {
+		if c, err = t.state(&req.ID); err != nil {
 			return choice{}, err
 		}
+		ptr.ID = req.ID
 		if c.Status == "in_progress" && c.Holder == req.Agent {
 			return t.rechoose(req, c)
 		}
@@ -171,7 +174,7 @@ func (t *txn) choose(req Request, head []string) (choice, error) {
 // rechoose answers an --id claim of an issue the agent holds (under claim
 // c): the same claim again, unless req.ClaimID names an older one.
 func (t *txn) rechoose(req Request, c claimEvent) (choice, error) {
-	if req.ClaimID != 0 && req.ClaimID != c.ID {
+	if req.ClaimID != 0 && !c.is(req.ClaimID) {
 		return choice{}, stale(req.ID, req.Agent, req.ClaimID, c.ID)
 	}
 	r, err := t.x.read(req.ID)

@@ -109,7 +109,9 @@ var conformanceChecks = []struct {
 }{
 	{"claim order and filters as bd ready", confOrder},
 	{"claim by id: refusals and re-claims", confByID},
+	{"short ids, as bd resolves them", confShortIDs},
 	{"leases: heartbeat, expiry, takeover, reap", confLeases},
+	{"claims without --lease: never taken over, reaped past a grace", confUnleased},
 	{"release, backoff, abandonment, reset", confFailures},
 	{"claim id fencing and max held", confFencing},
 	{"wait wakes on a release", confWait},
@@ -194,6 +196,48 @@ func confByID(t *testing.T, w *confWorkspace) {
 	assert.Equal(t, w.show(t, blocker), "in_progress/a")
 }
 
+// An id given short, as bd show takes it (no prefix, or the start of the
+// hash), names the issue for a claim by id, a heartbeat, a release and a
+// close; every result names the whole id. One that starts several ids is
+// refused, listing them; one that names none is not found.
+func confShortIDs(t *testing.T, w *confWorkspace) {
+	ctx := context.Background()
+	prefix, _, _ := strings.Cut(w.create(t, "first", "-p", "3"), "-")
+	abc, abd := prefix+"-abc12", prefix+"-abd34"
+	for _, id := range []string{abc, abd} {
+		w.create(t, "issue "+id, "--id", id, "-p", "1")
+	}
+	var shown []struct{ ID string }
+	w.JSON(&shown, "show", "abc12")
+	assert.Equal(t, shown[0].ID, abc, "bd show takes the short id")
+	s := w.store(t, claim.Options{})
+	got, err := s.Claim(ctx, claim.Request{Agent: "a", ID: "abc12", Lease: time.Minute})
+	assert.NilError(t, err)
+	assert.Equal(t, got.Issue.ID, abc)
+	beat, err := s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: "a", ID: "abc1", ClaimID: got.ClaimID})
+	assert.NilError(t, err)
+	assert.Equal(t, beat.Issue.ID, abc)
+	rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: "a", ID: "abc", ClaimID: got.ClaimID, Reason: "short"})
+	assert.NilError(t, err)
+	assert.Equal(t, rel.Issue.ID, abc)
+	assert.Equal(t, w.show(t, abc), "open/")
+
+	_, err = s.Claim(ctx, claim.Request{Agent: "a", ID: "ab"})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotFound, "%v", err)
+	assert.ErrorContains(t, err, `"ab" is the start of 2 issue ids: `+abc+", "+abd)
+	_, err = s.Claim(ctx, claim.Request{Agent: "a", ID: "zz9"})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotFound, "%v", err)
+	assert.ErrorContains(t, err, "no issue zz9")
+
+	second, err := s.Claim(ctx, claim.Request{Agent: "b", ID: prefix + "-abd"})
+	assert.NilError(t, err)
+	assert.Equal(t, second.Issue.ID, abd)
+	closed, err := s.CloseIssue(ctx, claim.CloseRequest{Agent: "b", ID: "abd34", ClaimID: second.ClaimID})
+	assert.NilError(t, err)
+	assert.Equal(t, closed.Issue.ID, abd)
+	assert.Equal(t, w.show(t, abd), "closed/b")
+}
+
 // A lease is renewed by a heartbeat; once it ends, a claim-next takes the
 // issue over (naming the old holder, who is fenced off) and reap returns
 // the other expired claims to open.
@@ -233,15 +277,85 @@ func confLeases(t *testing.T, w *confWorkspace) {
 	assert.NilError(t, err)
 	assert.Equal(t, len(st.ExpiredLeases), 1)
 	assert.Equal(t, st.ExpiredLeases[0].ID+"/"+st.ExpiredLeases[0].Holder, two+"/b")
-	listed, err := s.Reap(ctx, "reaper", true)
+	listed, err := s.Reap(ctx, claim.ReapRequest{Actor: "reaper", DryRun: true})
 	assert.NilError(t, err)
 	assert.Equal(t, w.show(t, two), "in_progress/b", "a dry run writes nothing")
-	reaped, err := s.Reap(ctx, "reaper", false)
+	reaped, err := s.Reap(ctx, claim.ReapRequest{Actor: "reaper"})
 	assert.NilError(t, err)
 	assert.DeepEqual(t, reaped, listed)
 	assert.Equal(t, len(reaped), 1)
 	assert.Equal(t, w.show(t, two), "open/")
 	assert.Equal(t, w.show(t, one), "in_progress/c")
+}
+
+// A claim made without --lease (on Dolt it carries bd's 5-minute lease,
+// as bd writes one) is never taken over, however long its holder works
+// without a heartbeat: claim-next and --id pass it by, plain reap leaves
+// it, stats names its lease bd's. reap --older-than recovers it once its
+// lease ended (or, without one, it was made) that long ago; an asked lease
+// is reaped past the same grace window, not before.
+func confUnleased(t *testing.T, w *confWorkspace) {
+	ctx := context.Background()
+	plain := w.create(t, "plain", "-p", "1")
+	leased := w.create(t, "leased", "-p", "2")
+	w.create(t, "spare", "-p", "3")
+	c := newClock(time.Now().UTC().Truncate(time.Second))
+	s := w.store(t, claim.Options{Now: c.now})
+	a, err := s.Claim(ctx, claim.Request{Agent: "a"})
+	assert.NilError(t, err)
+	assert.Equal(t, a.Issue.ID, plain)
+	c.advance(10 * time.Minute)
+	b, err := s.Claim(ctx, claim.Request{Agent: "b", Lease: time.Minute})
+	assert.NilError(t, err)
+	assert.Equal(t, b.Issue.ID, leased)
+
+	c.advance(time.Hour) // a has worked 70 minutes without a heartbeat; b's lease ended 59 minutes ago
+	next, err := s.Claim(ctx, claim.Request{Agent: "x", DryRun: true})
+	assert.NilError(t, err)
+	assert.Equal(t, next.Issue.ID, leased, "the asked lease is taken over, the plain claim is not")
+	_, err = s.Claim(ctx, claim.Request{Agent: "x", ID: plain})
+	var held *claim.Error
+	assert.Assert(t, errors.As(err, &held) && held.Code == claim.EAlready && held.Holder == "a", "%v", err)
+	st, err := s.Stats(ctx)
+	assert.NilError(t, err)
+	assert.Equal(t, len(st.ExpiredLeases), 1)
+	assert.Equal(t, st.ExpiredLeases[0].ID, leased)
+	assert.Equal(t, st.ReadyTakeovers, 1)
+	for _, ac := range st.InProgress {
+		for _, h := range ac.Issues {
+			switch h.ID {
+			case plain: // no lease on SQLite; bd's own, lapsed, on Dolt
+				assert.Assert(t, (h.LeaseUntil == nil && h.LeaseKind == "") || (h.LeaseKind == claim.LeaseBd && h.Expired), "%+v", h)
+			case leased:
+				assert.Assert(t, h.LeaseKind == claim.LeaseAsked && h.Expired, "%+v", h)
+			}
+		}
+	}
+	reaped, err := s.Reap(ctx, claim.ReapRequest{Actor: "reaper", DryRun: true})
+	assert.NilError(t, err)
+	assert.Equal(t, len(reaped), 1, "%+v", reaped)
+	assert.Equal(t, reaped[0].ID, leased)
+
+	// The plain claim ended 70 minutes ago (SQLite: made then, without a
+	// lease) or 65 (Dolt: bd's lease of it); b's lease 59 minutes ago.
+	reap := func(grace time.Duration) []string {
+		t.Helper()
+		reaped, err := s.Reap(ctx, claim.ReapRequest{Actor: "reaper", OlderThan: &grace})
+		assert.NilError(t, err)
+		ids := []string{}
+		for _, e := range reaped {
+			ids = append(ids, e.ID+"/"+e.Holder)
+		}
+		return ids
+	}
+	assert.DeepEqual(t, reap(75*time.Minute), []string{})
+	assert.DeepEqual(t, reap(time.Hour), []string{plain + "/a"})
+	assert.Equal(t, w.show(t, plain), "open/")
+	assert.Equal(t, w.show(t, leased), "in_progress/b", "within the grace window")
+	assert.DeepEqual(t, reap(30*time.Minute), []string{leased + "/b"})
+	assert.Equal(t, w.show(t, leased), "open/")
+	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "a", ID: plain, ClaimID: a.ClaimID})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable, "the reaped holder is fenced off: %v", err)
 }
 
 // A failed release starts a backoff; the failure that reaches
@@ -434,6 +548,8 @@ func confFigures(t *testing.T, w *confWorkspace) {
 	assert.Equal(t, st.Open, 4)
 	assert.Equal(t, st.Blocked, 1)
 	assert.Equal(t, st.Ready, 3)
+	assert.Equal(t, st.BdReady, 3)
+	assert.Equal(t, st.ReadyTakeovers, 0)
 	assert.DeepEqual(t, st.ReadyByPriority, map[string]int{"P0": 0, "P1": 1, "P2": 2, "P3": 0, "P4": 0})
 	assert.Equal(t, len(st.InProgress), 1)
 	assert.Equal(t, st.InProgress[0].Agent, "a")
@@ -448,6 +564,7 @@ func confFigures(t *testing.T, w *confWorkspace) {
 	assert.Equal(t, ex.Excluded["blocked"], 1)
 	assert.Equal(t, ex.Held, 0)
 	ready := w.ready(t, "priority")
+	assert.Equal(t, len(ready), st.BdReady, "bd ready -u lists bd_ready issues")
 	slices.Sort(ready)
 	want := []string{ids[1], ids[2], ids[3]}
 	slices.Sort(want)

@@ -316,12 +316,23 @@ const doltDeferredChildren = `SELECT d.issue_id FROM dependencies d JOIN issues 
 	UNION ALL SELECT d.issue_id FROM wisp_dependencies d JOIN issues p ON p.id = d.depends_on_issue_id WHERE d.type = 'parent-child' AND p.defer_until > ?
 	UNION ALL SELECT d.issue_id FROM wisp_dependencies d JOIN wisps p ON p.id = d.depends_on_wisp_id WHERE d.type = 'parent-child' AND p.defer_until > ?`
 
-// doltLeaseExpired is true for an in_progress issue i whose holder's
+// doltLeaseExpired is true for an in_progress issue i whose holder asked
+// bd-claim for its lease (its claim event's comment holds it) and whose
 // lease, in bd's leases table, has ended at now: the issue may be taken
-// over, as on SQLite, at its expiry (bd reclaim waits for twice the TTL).
+// over, as on SQLite, at its expiry. bd's own lease, which every claim
+// carries, never hands an issue to another claim: bd reclaim (and reap
+// --older-than) recover it, past a grace window.
 func doltLeaseExpired(now time.Time) sq.Sqlizer {
-	return sq.Expr("(i.status = 'in_progress' AND EXISTS (SELECT 1 FROM leases l WHERE l.issue_id = i.id AND l.holder = i.assignee AND l.lease_expires_at <= ?))", now.UTC())
+	return sq.Expr("(i.status = 'in_progress' AND EXISTS (SELECT 1 FROM leases l WHERE l.issue_id = i.id AND l.holder = i.assignee AND l.lease_expires_at <= ?) AND "+
+		doltClaimComment+" LIKE "+leaseLike+")", now.UTC())
 }
+
+// doltClaimComment is the comment of the claim event of issue i's holder:
+// its latest claimed event by the assignee, bd's own (NULL) before
+// bd-claim's in the same second. IssueClaimState and IssueInProgressClaims
+// (sql/dolt/queries/issues.sql) read the same event.
+const doltClaimComment = `(SELECT e.comment FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee
+        ORDER BY e.created_at DESC, e.comment IS NULL DESC LIMIT 1)`
 
 // doltCodes are bd-claim's codes for the kinds of a Dolt server's errors,
 // and what to do.
@@ -366,9 +377,18 @@ func (t *doltTx) claimState(id string) (claimEvent, error) {
 	return wispClaim(w.ID, w.Status, w.Assignee, w.RowLock), nil
 }
 
+func (t *doltTx) lookalikes(part string) (string, []string, error) {
+	r, err := t.dq.IssueLookalikes(t.ctx, t.conn, doltdb.IssueLookalikesParams{Part: part})
+	var ids []string
+	if err == nil {
+		err = json.Unmarshal([]byte(r.Ids), &ids)
+	}
+	return r.Prefix, ids, err
+}
+
 // wispClaim is the claim of a wisp: its holder and row_lock, never a lease.
 func wispClaim(id, status, holder string, rowLock int64) claimEvent {
-	return claimEvent{IssueID: id, Status: status, Holder: holder, ID: claimIDOf(rowLock), leaseless: true}
+	return claimEvent{IssueID: id, Status: status, Holder: holder, ID: claimIDOf(rowLock), legacy: legacyClaimIDOf(rowLock), leaseless: true}
 }
 
 // doltClaim is the claim of an issue read by IssueClaimState: its lease
@@ -376,13 +396,15 @@ func wispClaim(id, status, holder string, rowLock int64) claimEvent {
 // leaves a stale row on an issue it reopens); the claim's time is the
 // lease's grant.
 func (t *doltTx) claimOf(st doltdb.IssueClaimStateRow) claimEvent {
-	c := claimEvent{IssueID: st.ID, Status: st.Status, Holder: st.Assignee, ID: claimIDOf(st.RowLock)}
+	c := claimEvent{IssueID: st.ID, Status: st.Status, Holder: st.Assignee, ID: claimIDOf(st.RowLock), legacy: legacyClaimIDOf(st.RowLock)}
 	if st.Holder.Valid && st.Holder.String == st.Assignee && st.Status == "in_progress" {
 		c.Actor = st.Holder.String
 		c.At = st.GrantedAt.Time.UTC().Format(doltTime)
 		c.Until = st.LeaseExpiresAt.Time.UTC().Format(leaseTime)
 		c.Expired = !st.LeaseExpiresAt.Time.After(t.now)
 		c.length = st.LeaseExpiresAt.Time.Sub(st.HeartbeatAt.Time)
+		c.Comment, c.event = st.ClaimComment.String, st.ClaimEvent
+		c.bdLease = parseLease(c.Comment) == nil
 	}
 	return c
 }
@@ -402,6 +424,7 @@ func (t *doltTx) held() ([]claimEvent, error) {
 		LeaseExpiresAt       *time.Time `json:"lease_expires_at"`
 		HeartbeatAt          *time.Time `json:"heartbeat_at"`
 		GrantedAt            *time.Time `json:"granted_at"`
+		ClaimComment         *string    `json:"claim_comment"`
 		Wisp                 bool
 		ClaimedAt            *time.Time `json:"claimed_at"`
 	}
@@ -423,6 +446,9 @@ func (t *doltTx) held() ([]claimEvent, error) {
 			st.LeaseExpiresAt = sql.NullTime{Time: *r.LeaseExpiresAt, Valid: true}
 			st.HeartbeatAt = sql.NullTime{Time: *r.HeartbeatAt, Valid: true}
 			st.GrantedAt = sql.NullTime{Time: *r.GrantedAt, Valid: true}
+		}
+		if r.ClaimComment != nil {
+			st.ClaimComment = text(*r.ClaimComment)
 		}
 		out[i] = t.claimOf(st)
 	}
@@ -449,8 +475,9 @@ func (t *doltTx) take(c choice, req Request) (Result, error) {
 		// commit records the claim if the first run's commit was lost.
 		t.commit = "bd: update " + req.ID
 		if req.Lease > 0 && table.Leased() {
-			res.Lease = newLease(t.now, req.Lease)
-			return res, t.lease(req.ID, req.Agent, res.Lease.Until)
+			var err error
+			res.Lease, err = t.renew(req.ID, req.Agent, *c.held, req.Lease)
+			return res, err
 		}
 		return res, nil
 	}
@@ -478,7 +505,14 @@ func (t *doltTx) take(c choice, req Request) (Result, error) {
 		}
 	}
 	old := doltSnapshotOf(c.r).eventJSON(req.ID == "" || t.style.updateLabels)
-	if err := table.InsertEvent(t.ctx, t.conn, dolt.ClaimedEvent(c.r.ID, req.Agent, old, t.now)); err != nil {
+	claimed := dolt.ClaimedEvent(c.r.ID, req.Agent, old, t.now)
+	if req.Lease > 0 && table.Leased() {
+		// A lease the agent asked for is bd-claim's protocol's, in the
+		// claimed event's comment (bd leaves it NULL): another claim takes
+		// the issue over once it ends.
+		claimed.Comment = text(res.Lease.comment())
+	}
+	if err := table.InsertEvent(t.ctx, t.conn, claimed); err != nil {
 		return Result{}, err
 	}
 	res.ClaimID = lock
@@ -574,7 +608,7 @@ func (x *doltTx) doltCommit(ctx context.Context, h db.DBTX, inTx bool) error {
 	if message == "" {
 		return nil
 	}
-	return dolt.Commit{Message: message, Author: by.author, All: by.all, Labels: x.labels, InTx: inTx}.Make(ctx, h)
+	return dolt.Commit{Message: message, Author: by.author, All: by.all, Labels: x.labels, Comments: x.comments, InTx: inTx}.Make(ctx, h)
 }
 
 // ahead: a Dolt claim reads its candidates in its transaction, on the
@@ -640,7 +674,9 @@ type doltTx struct {
 	style  doltStyle
 	landed *landed // the write's mark, to look it up after a lost COMMIT
 	labels bool    // the write changed labels, which the Dolt commit stages too
-	queued bool    // the write waited for other writers (doltWriter.queued)
+	// comments: the write added comments, which the Dolt commit stages too.
+	comments bool
+	queued   bool // the write waited for other writers (doltWriter.queued)
 	// top is the most urgent priority of an open issue or wisp in the
 	// snapshot (narrow reads it; not Valid before, or when none is open).
 	top sql.NullInt64
@@ -664,10 +700,17 @@ func (t *doltTx) labelled(r *row, actor, verb, event, comment string) error {
 	return t.event(dolt.Table{}, r.ID, event, actor, sql.NullString{}, sql.NullString{}, text(comment))
 }
 
-// comment adds none: the events' comments carry bd-claim's notes on Dolt
-// (bd v1.3's comments need ids and times of their own that bd-claim does
-// not reproduce yet).
-func (t *doltTx) comment(string, string, string) error { return nil }
+// comment adds a comment on r as bd v1.3.0's `bd comments add` does
+// (dolt.AddComment), staged in the write's Dolt commit (comments are
+// versioned). A wisp gets none: its comments would be wisp_comments, which
+// bd-claim does not write; its events' comments carry the note.
+func (t *doltTx) comment(r *row, author, text string) error {
+	if !doltSnapshotOf(r).table.Leased() {
+		return nil
+	}
+	t.comments = true
+	return dolt.AddComment(t.ctx, t.conn, r.ID, author, text, t.now)
+}
 
 // resetMark is the commented event alone (events are not versioned).
 func (t *doltTx) resetMark(r *row, actor, comment string) error {
@@ -680,18 +723,37 @@ func (t *doltTx) eventCounts(since time.Time) (EventCounts, error) {
 }
 
 // newRowLock is a fresh row_lock as bd makes one (8 random bytes as a
-// little-endian int64, never 0), kept positive: it is the claim's id,
-// which the JSON contract promises to be a positive number.
+// little-endian int64, never 0), kept within claimIDBits: it is the
+// claim's id, which the JSON contract promises to be a positive number
+// that a float64 holds exactly.
 func newRowLock() int64 {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return claimIDOf(int64(binary.LittleEndian.Uint64(b[:])))
 }
 
-// claimIDOf is the claim id of an issue whose row_lock is v: v with its
-// sign bit cleared (bd's own row_locks are negative half the time), 1
-// for 0.
-func claimIDOf(v int64) int64 { return max(v&math.MaxInt64, 1) }
+// claimIDBits is how many low bits of a row_lock make its claim id: 53, so
+// that every id survives a JSON decoder that reads numbers as float64
+// (JavaScript, jq 1.6). bd-claim's own row_locks have no other bits, so
+// its claims' ids are their row_locks; bd's (any int64) are told apart
+// from another by these bits, which a stale id matches by chance once in
+// 2^53.
+const claimIDBits = 53
+
+// claimIDOf is the claim id of an issue whose row_lock is v: its low
+// claimIDBits bits, 1 for none.
+func claimIDOf(v int64) int64 { return max(v&(1<<claimIDBits-1), 1) }
+
+// legacyClaimIDOf is the id earlier bd-claim releases printed for row_lock v (v
+// with its sign bit cleared, 1 for 0), where it differs from claimIDOf's:
+// a claim made before the upgrade is still fenced by the id its agent
+// kept.
+func legacyClaimIDOf(v int64) int64 {
+	if old := max(v&math.MaxInt64, 1); old != claimIDOf(v) {
+		return old
+	}
+	return 0
+}
 
 // errChanged is a compare-and-swap that matched no row: the issue changed
 // since this transaction's snapshot. The whole transaction is tried again,
@@ -1015,8 +1077,11 @@ func (t *doltTx) unblock(id string) error {
 
 // doltRenew extends agent's lease of issue id (claim c) as `bd heartbeat`
 // does: by d, else by the lease's own length, else bd's 5 minutes. A
-// claim without a lease row gets one (bd upserts it too). No Dolt commit:
-// leases are dolt_ignored.
+// claim without a lease row gets one (bd upserts it too). A length given
+// (d) is a lease the agent asks for: it goes into the comment of the
+// claim's claimed event too, where bd-claim's protocol keeps it, so that
+// once it ends another claim takes the issue over. No Dolt commit: leases
+// and events are dolt_ignored.
 //
 // A wisp has no lease to renew: bd heartbeat refuses it too.
 func (t *doltTx) renew(id, agent string, c claimEvent, d time.Duration) (*Lease, error) {
@@ -1027,6 +1092,9 @@ func (t *doltTx) renew(id, agent string, c claimEvent, d time.Duration) (*Lease,
 	n, err := t.dq.LeaseHeartbeat(t.ctx, t.conn, doltdb.LeaseHeartbeatParams{LeaseExpiresAt: l.Until, HeartbeatAt: t.now, IssueID: id, Holder: agent})
 	if err == nil && n == 0 {
 		err = t.lease(id, agent, l.Until)
+	}
+	if err == nil && d > 0 && c.event != "" {
+		err = t.dq.EventCommentSet(t.ctx, t.conn, doltdb.EventCommentSetParams{Comment: text(l.comment()), ID: c.event})
 	}
 	return l, err
 }

@@ -162,14 +162,14 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 			return err
 		}},
 		{"takeover of an expired lease", nil, false, func(s *Store, id string) {
-			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
+			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id, Lease: time.Minute}))
 			expire(id)
 		}, func(s *Store, id, _ string) error { return ok(s.Claim(ctx, Request{Agent: "x", ID: id})) }},
 		{"reap", nil, false, func(s *Store, id string) {
-			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id}))
+			must[Result](t)(s.Claim(ctx, Request{Agent: "w", ID: id, Lease: time.Minute}))
 			expire(id)
 		}, func(s *Store, _, _ string) error {
-			_, err := s.Reap(ctx, "r", false)
+			_, err := s.Reap(ctx, ReapRequest{Actor: "r"})
 			return err
 		}},
 		{"close, unblocking an issue, its child and a wisp", nil, false, func(s *Store, id string) {
@@ -413,7 +413,7 @@ func TestDoltGuards(t *testing.T) {
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'unclaimed'", w.Prefix+"-a"), 1)
 
 	// A takeover whose reclaim finds the issue changed starts again.
-	must[Result](t)(s.Claim(ctx, Request{Agent: "a", ID: w.Prefix + "-a"}))
+	must[Result](t)(s.Claim(ctx, Request{Agent: "a", ID: w.Prefix + "-a", Lease: time.Minute}))
 	_, err := conn.Exec("UPDATE leases SET lease_expires_at = '2000-01-01 00:00:00' WHERE issue_id = ?", w.Prefix+"-a")
 	assert.NilError(t, err)
 	once.Store(1)

@@ -137,20 +137,29 @@ func TestDoltLifecycle(t *testing.T) {
 	// bd's own claim (bd's 5-minute lease) expires and is reaped, with bd-claim's.
 	b := bdCreate(t, w, "bd's", "-p", "2")
 	w.As("agent-5").OK("update", b, "--claim")
+	// agent-4 claimed without --lease: bd's lease, as bd-claim's. Once both
+	// lapse, neither is taken over nor reaped by a plain reap; reap
+	// --older-than reaps them, as bd reclaim does.
 	offset += 10 * time.Minute
 	st, err = s.Stats(ctx)
 	assert.NilError(t, err)
-	assert.Equal(t, len(st.ExpiredLeases), 2, "%+v", st.ExpiredLeases)
+	assert.Equal(t, len(st.ExpiredLeases), 0, "%+v", st.ExpiredLeases)
 	assert.Equal(t, len(st.InProgress), 2)
 	assert.Assert(t, st.InProgress[0].Agent == "agent-4" && st.InProgress[0].Issues[0].ClaimedAt != nil && st.InProgress[0].Issues[0].Expired)
 	held := st.InProgress[0].Issues[0]
 	assert.Equal(t, held.ClaimID, took.ClaimID, "every digit of the claim id")
+	assert.Equal(t, held.LeaseKind, claim.LeaseBd)
+	assert.Equal(t, st.InProgress[1].Issues[0].LeaseKind, claim.LeaseBd)
 	assert.Assert(t, held.LeaseUntil != nil && held.LeaseUntil.Equal(took.Lease.Until), "%v, %v", held.LeaseUntil, took.Lease)
-	listed, err := s.Reap(ctx, "reaper", true)
+	none, err := s.Reap(ctx, claim.ReapRequest{Actor: "reaper", DryRun: true})
+	assert.NilError(t, err)
+	assert.Equal(t, len(none), 0, "%+v", none)
+	grace := time.Minute
+	listed, err := s.Reap(ctx, claim.ReapRequest{Actor: "reaper", DryRun: true, OlderThan: &grace})
 	assert.NilError(t, err)
 	assert.Equal(t, len(listed), 2)
 	assert.Equal(t, row(b).status, "in_progress", "a dry run writes nothing")
-	reaped, err := s.Reap(ctx, "reaper", false)
+	reaped, err := s.Reap(ctx, claim.ReapRequest{Actor: "reaper", OlderThan: &grace})
 	assert.NilError(t, err)
 	assert.DeepEqual(t, reaped, listed)
 	assert.Equal(t, row(a), struct {
@@ -200,7 +209,7 @@ func TestDoltStatsListsHeldWisps(t *testing.T) {
 	res, err := s.Claim(ctx, claim.Request{Agent: "agent-a", MaxHeld: 2})
 	assert.NilError(t, err)
 	assert.Assert(t, res.Issue == nil, "--max-held 2 counts the two that stats lists: %+v", res.Issue)
-	reaped, err := s.Reap(ctx, "reaper", true)
+	reaped, err := s.Reap(ctx, claim.ReapRequest{Actor: "reaper", DryRun: true})
 	assert.NilError(t, err)
 	assert.Equal(t, len(reaped), 0)
 }

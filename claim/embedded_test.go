@@ -257,7 +257,7 @@ func TestEmbeddedTakeoverTwins(t *testing.T) {
 	fa.Twin(t, fb, twinSame...)
 
 	fc, fd := claimtest.Moves(t, view, c, d, func() { w.As("reaper").OK("reclaim", "--older-than", "0s", "--id", c) }, func() {
-		reaped, err := s.Reap(ctx, "reaper", false)
+		reaped, err := s.Reap(ctx, claim.ReapRequest{Actor: "reaper"})
 		assert.NilError(t, err)
 		assert.Equal(t, len(reaped), 1)
 	})

@@ -54,6 +54,10 @@ type engineTx interface {
 	// claimState reads issue id's status, holder and current claim;
 	// ISSUE_NOT_FOUND when there is no such issue.
 	claimState(id string) (claimEvent, error)
+	// lookalikes reads what resolves a partial issue id (txn.resolve): the
+	// workspace's issue prefix ("" without one) and the ids that contain
+	// part (a bounded number).
+	lookalikes(part string) (prefix string, ids []string, err error)
 	// held lists every in_progress issue with its claim, by holder then id.
 	held() ([]claimEvent, error)
 	// heldCount counts the in_progress issues agent holds.
@@ -98,9 +102,9 @@ type engineTx interface {
 	// change. labelled records the change as bd's label command does.
 	labelSet(id, label string, add bool) (int64, error)
 	labelled(r *row, actor, verb, event, comment string) error
-	// comment adds a comment as `bd comments add` does (an engine whose
-	// bd-claim notes live in the events' comments adds none).
-	comment(id, author, text string) error
+	// comment adds a comment on r as `bd comments add` does, so that bd
+	// show and bd comments list it (none on a Dolt wisp).
+	comment(r *row, author, text string) error
 	// resetMark records a reset: failed attempts before it stop counting.
 	resetMark(r *row, actor, comment string) error
 	// eventCounts counts the lifecycle events recorded since a time.

@@ -236,8 +236,8 @@ func TestEveryStatementFailureRollsBack(t *testing.T) {
 			}
 			return err
 		}},
-		{"reap", leased, func(s *Store) error { _, err := s.Reap(ctx, "reaper", false); return err }},
-		{"reap, dry run", leased, func(s *Store) error { _, err := s.Reap(ctx, "reaper", true); return err }},
+		{"reap", leased, func(s *Store) error { _, err := s.Reap(ctx, ReapRequest{Actor: "reaper"}); return err }},
+		{"reap, dry run", leased, func(s *Store) error { _, err := s.Reap(ctx, ReapRequest{Actor: "reaper", DryRun: true}); return err }},
 		{"explain", held, func(s *Store) error { _, err := s.Explain(ctx, Request{Agent: "w", MaxHeld: 1}); return err }},
 		{"stats", func(t *testing.T, s *Store, c *testClock) {
 			failedTwice(t, s, c)

@@ -17,10 +17,10 @@ type Released struct {
 	Abandoned bool       // this failure abandoned the issue
 }
 
-// holds checks that agent holds issue id (under claimID, when not 0) and
-// returns its claim.
-func (t *txn) holds(id, agent string, claimID int64) (claimEvent, error) {
-	c, err := t.x.claimState(id)
+// holds checks that agent holds issue *id (under claimID, when not 0) and
+// returns its claim; a partial *id is resolved (txn.state).
+func (t *txn) holds(id *string, agent string, claimID int64) (claimEvent, error) {
+	c, err := t.state(id)
 	if err != nil {
 		return c, err
 	}
@@ -34,7 +34,7 @@ func (c claimEvent) heldBy(agent string, claimID int64) error {
 	switch {
 	case c.Status != "in_progress" || c.Holder != agent:
 		return notHeld(agent, claimID, c)
-	case claimID != 0 && claimID != c.ID:
+	case claimID != 0 && !c.is(claimID):
 		return stale(c.IssueID, agent, claimID, c.ID)
 	}
 	return nil
@@ -53,7 +53,7 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 	var out Released
 	err := s.write(ctx, "release an issue", func(t *txn) error {
 		out = Released{}
-		c, err := t.holds(req.ID, req.Agent, req.ClaimID)
+		c, err := t.holds(&req.ID, req.Agent, req.ClaimID)
 		if err != nil {
 			return err
 		}
@@ -69,7 +69,7 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 			if req.Reason == "" {
 				return nil
 			}
-			return t.x.comment(r.ID, req.Agent, fmt.Sprintf("bd-claim: %s released the issue: %s", req.Agent, req.Reason))
+			return t.x.comment(r, req.Agent, fmt.Sprintf("bd-claim: %s released the issue: %s", req.Agent, req.Reason))
 		}
 		reason := cmp.Or(req.Reason, noReason)
 		a, err := t.attempts(r.ID)
@@ -86,7 +86,7 @@ func (s *Store) Release(ctx context.Context, req ReleaseRequest) (Released, erro
 				return err
 			}
 		}
-		return t.x.comment(r.ID, req.Agent, note)
+		return t.x.comment(r, req.Agent, note)
 	})
 	return out, err
 }
@@ -137,7 +137,7 @@ func (s *Store) Heartbeat(ctx context.Context, req HeartbeatRequest) (Result, er
 	}
 	var res Result
 	err := s.write(ctx, "renew a lease", func(t *txn) error {
-		c, err := t.holds(req.ID, req.Agent, req.ClaimID)
+		c, err := t.holds(&req.ID, req.Agent, req.ClaimID)
 		if err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func (s *Store) CloseIssue(ctx context.Context, req CloseRequest) (Closed, error
 	var out Closed
 	run := func(t *txn) error {
 		out = Closed{}
-		c, err := t.x.claimState(req.ID)
+		c, err := t.state(&req.ID)
 		if err != nil {
 			return err
 		}
@@ -239,9 +239,12 @@ func (s *Store) Reset(ctx context.Context, req ResetRequest) (Reset, error) {
 	}
 	var out Reset
 	err := s.write(ctx, "reset an issue", func(t *txn) error {
+		if _, err := t.state(&req.ID); err != nil {
+			return err
+		}
 		r, err := t.x.read(req.ID)
-		if ok, err := found(err); !ok {
-			return cmp.Or(err, t.notFound(req.ID))
+		if err != nil {
+			return err
 		}
 		a, err := t.attempts(req.ID)
 		out = Reset{Issue: &r.Issue, Cleared: a.Failures, Label: a.Labelled}
@@ -254,38 +257,99 @@ func (s *Store) Reset(ctx context.Context, req ResetRequest) (Reset, error) {
 		if err := t.label(r, req.Actor, t.policy.AbandonedLabel, false); err != nil {
 			return err
 		}
-		return t.x.comment(req.ID, req.Actor, fmt.Sprintf("bd-claim: %s reset the attempt history (%s cleared)", req.Actor, plural(a.Failures, "failed attempt")))
+		return t.x.comment(r, req.Actor, fmt.Sprintf("bd-claim: %s reset the attempt history (%s cleared)", req.Actor, plural(a.Failures, "failed attempt")))
 	})
 	return out, err
 }
 
-// Expired is a claim whose lease ended.
+// Expired is a claim that reap returns to open: its lease ended, or, with
+// a grace window, it has no lease and was made long enough ago.
 type Expired struct {
-	ID         string    `json:"id"`
-	Holder     string    `json:"holder"`
-	ClaimID    int64     `json:"claim_id"`
-	LeaseUntil time.Time `json:"lease_expires_at"`
+	ID         string     `json:"id"`
+	Holder     string     `json:"holder"`
+	ClaimID    int64      `json:"claim_id"`
+	LeaseUntil *time.Time `json:"lease_expires_at"`     // null for a claim without a lease
+	ClaimedAt  *time.Time `json:"claimed_at,omitempty"` // when known
 }
 
-// expired is claim c, whose lease has ended, as reap and stats list it.
-func (c claimEvent) expired() Expired {
-	return Expired{ID: c.IssueID, Holder: c.Holder, ClaimID: c.ID, LeaseUntil: c.lease().Until}
+// expired is claim c as reap and stats list it.
+func (t *txn) expired(c claimEvent) Expired {
+	e := Expired{ID: c.IssueID, Holder: c.Holder, ClaimID: c.ID, ClaimedAt: t.claimedAt(c)}
+	if l := c.lease(); l != nil {
+		e.LeaseUntil = &l.Until
+	}
+	return e
 }
 
-// expire ends the expired claim of r by h: in_progress → open, unassigned,
-// with an event saying whose lease ended and what happened next.
+// claimedAt is when claim c was made, nil when unknown (an issue set
+// in_progress without a claim event).
+func (t *txn) claimedAt(c claimEvent) *time.Time {
+	at, err := time.Parse(t.flavor.eventTime, c.At)
+	if err != nil {
+		return nil
+	}
+	return &at
+}
+
+// expire ends the claim of r by h, whose lease ended (or, reaped past a
+// grace window, which had none): in_progress → open, unassigned, with an
+// event saying whose claim ended and what happened next.
 func (t *txn) expire(r *row, actor string, h Holder, next string) error {
-	note := fmt.Sprintf("lease of %s (claim %d) ended; %s", h.Agent, h.ClaimID, next)
+	note := fmt.Sprintf("claim %d of %s, held without a lease, ended; %s", h.ClaimID, h.Agent, next)
 	if h.LeaseUntil != nil {
 		note = fmt.Sprintf("lease of %s (claim %d) ended %s; %s", h.Agent, h.ClaimID, h.LeaseUntil.Format(time.RFC3339), next)
 	}
 	return t.x.endClaim(r, actor, h.Agent, note)
 }
 
-// Reap returns every claim whose lease has expired to open, in one
-// transaction; with dryRun it only lists them.
-func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired, error) {
-	if err := ValidateAgent(actor); err != nil {
+// ReapRequest returns stale claims to open.
+type ReapRequest struct {
+	Actor  string // recorded as the events' actor
+	DryRun bool   // list them; change nothing
+	// OlderThan, when set, is a grace window, as bd reclaim --older-than
+	// has: it reaps every claim whose lease ended at least that long ago
+	// (on Dolt, bd's own lease, which every claim carries, included), and
+	// every claim without a lease made at least that long ago. Nil: only
+	// the claims whose holder asked for a lease that has ended, those a
+	// claim would take over.
+	OlderThan *time.Duration
+}
+
+// Validate checks the request.
+func (req ReapRequest) Validate() error {
+	if err := ValidateAgent(req.Actor); err != nil {
+		return err
+	}
+	if req.OlderThan != nil {
+		if err := checkDuration(*req.OlderThan, req.OlderThan.String(), MaxWait, 0); err != nil {
+			return Errorf(EInvalid, "--older-than: %v", err)
+		}
+	}
+	return nil
+}
+
+// stale says whether reap returns claim c to open, at now: the claim a
+// takeover would end, or, with a grace window, a claim whose lease ended
+// (or, without a lease, which was made) at least that long ago. A wisp's
+// claim is never reaped (bd reclaims only leases).
+func (req ReapRequest) stale(t *txn, c claimEvent) bool {
+	switch {
+	case req.OlderThan == nil:
+		return c.takeable()
+	case c.leaseless:
+		return false
+	}
+	since := t.claimedAt(c)
+	if l := c.lease(); l != nil {
+		since = &l.Until
+	}
+	return since != nil && !since.Add(*req.OlderThan).After(t.now)
+}
+
+// Reap returns the stale claims (ReapRequest.stale) to open, in one
+// transaction; with DryRun it only lists them.
+func (s *Store) Reap(ctx context.Context, req ReapRequest) ([]Expired, error) {
+	if err := req.Validate(); err != nil {
 		return nil, err
 	}
 	var out []Expired
@@ -293,13 +357,13 @@ func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired,
 		out = []Expired{}
 		held, err := t.x.held()
 		for _, c := range held {
-			if c.Expired {
-				out = append(out, c.expired())
+			if req.stale(t, c) {
+				out = append(out, t.expired(c))
 			}
 		}
 		return err
 	}
-	if dryRun {
+	if req.DryRun {
 		return out, s.look(ctx, "find expired leases", find)
 	}
 	err := s.write(ctx, "reap expired leases", func(t *txn) error {
@@ -311,7 +375,7 @@ func (s *Store) Reap(ctx context.Context, actor string, dryRun bool) ([]Expired,
 			if err != nil {
 				return err
 			}
-			if err := t.expire(r, actor, Holder{Agent: e.Holder, ClaimID: e.ClaimID, LeaseUntil: &e.LeaseUntil}, "reaped by "+actor); err != nil {
+			if err := t.expire(r, req.Actor, Holder{Agent: e.Holder, ClaimID: e.ClaimID, LeaseUntil: e.LeaseUntil}, "reaped by "+req.Actor); err != nil {
 				return err
 			}
 		}

@@ -91,23 +91,47 @@ type claimEvent struct {
 	// can hold no lease (the engine keeps none for its row).
 	length    time.Duration
 	leaseless bool
+	// legacy is the id an earlier bd-claim printed for this claim, where it
+	// differs from ID (0 where it does not): still accepted as its fence.
+	legacy int64
+	// bdLease: the lease is bd's own, which every claim on a Dolt workspace
+	// carries (bd's 5 minutes, renewed by bd heartbeat), not one the holder
+	// asked bd-claim for: no claim takes the issue over when it ends (bd
+	// never does either); reap --older-than and bd reclaim recover it.
+	bdLease bool
+	// event is the engine's key of the claim event whose comment holds an
+	// asked lease, where the claim's id is not that key (Dolt: the event's
+	// UUID; "" without one).
+	event string
+}
+
+// is says whether claimID names claim c: its id, or the id an earlier
+// bd-claim printed for it.
+func (c claimEvent) is(claimID int64) bool {
+	return claimID == c.ID || (c.legacy != 0 && claimID == c.legacy)
 }
 
 func (c *claimEvent) dest() []any {
 	return []any{&c.IssueID, &c.Holder, &c.Status, &c.ID, &c.Actor, &c.Comment, &c.At, &c.Until, &c.Expired}
 }
 
-// lease is the claim's lease, nil without one.
+// lease is the claim's lease, nil without one: its end (Until), and its
+// length as the engine records it, else as the comment gives it.
 func (c claimEvent) lease() *Lease {
 	if c.Until == "" {
 		return nil
 	}
-	if l := parseLease(c.Comment); l != nil {
-		return l
+	until, _ := time.Parse(leaseTime, c.Until) // written in this form by every engine's claim state
+	l := &Lease{Until: until, Duration: c.length}
+	if asked := parseLease(c.Comment); asked != nil && l.Duration == 0 {
+		l.Duration = asked.Duration
 	}
-	until, _ := time.Parse(leaseTime, c.Until) // a Dolt lease: written in this form by doltClaimState
-	return &Lease{Until: until, Duration: c.length}
+	return l
 }
+
+// takeable says whether another claim may take the issue over: its
+// holder's lease is one it asked for, and has ended.
+func (c claimEvent) takeable() bool { return c.Expired && !c.bdLease }
 
 // history is how a flavor's SQL reads the failed attempts of the
 // protocol: built once per flavor by newHistory, the one spelling of the

@@ -264,7 +264,7 @@ func TestHeadTakenMeanwhile(t *testing.T) {
 	}
 	var got string
 	err = s.write(ctx, "claim an issue", func(t *txn) error {
-		c, err := t.choose(req, head)
+		c, err := t.choose(&req, head)
 		got = c.r.ID
 		return err
 	})
@@ -297,7 +297,7 @@ func TestHeadCheckedInOrder(t *testing.T) {
 	assert.NilError(t, err)
 	got := func(head []string) (id string) {
 		err := s.write(ctx, "claim an issue", func(t *txn) error {
-			c, err := t.choose(req, head)
+			c, err := t.choose(&req, head)
 			id = c.r.ID
 			return err
 		})

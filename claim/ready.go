@@ -142,6 +142,15 @@ func (s readySpec) split() (cheap, costly sq.And) {
 // costly says whether r is one of the failure policy's rules.
 func (r rule) costly() bool { return r.name == "backoff" || r.name == "abandoned" }
 
+// bdReady counts what `bd ready -u` lists: the open issues assigned to
+// nobody that pass bd's own rules (every rule of s but the status, the
+// assignee, the failure policy's and the agent's filters: s is built
+// without filters).
+func (s readySpec) bdReady() sq.SelectBuilder {
+	bds := s.without(func(r rule) bool { return r.name == "status" || r.name == "assignee" || r.costly() })
+	return sq.Select("count(*)").From(s.from).Where(bds.where()).Where("i.status = 'open'").Where(unassigned)
+}
+
 // byID selects issue id when it is claimable.
 func (s readySpec) byID(id string) sq.SelectBuilder {
 	return s.narrow(s.candidates().Where(sq.Eq{"i.id": id}).Limit(1), id)

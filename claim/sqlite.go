@@ -245,6 +245,15 @@ func (x sqliteTx) claimState(id string) (claimEvent, error) {
 	return c, err
 }
 
+func (x sqliteTx) lookalikes(part string) (string, []string, error) {
+	r, err := x.e.q.IssueLookalikes(x.ctx, x.conn, part)
+	var ids []string
+	if err == nil {
+		err = json.Unmarshal([]byte(r.Ids), &ids)
+	}
+	return r.Prefix, ids, err
+}
+
 func (x sqliteTx) held() ([]claimEvent, error) {
 	var out []claimEvent
 	var c claimEvent
@@ -380,7 +389,7 @@ func (x sqliteTx) endClaim(r *row, actor, holder, note string) error {
 	if _, err := x.transition(r, move{actor: actor, status: "open", event: "status_changed", comment: expiredPrefix + note}); err != nil {
 		return err
 	}
-	return x.comment(r.ID, actor, "bd-claim: "+note)
+	return x.comment(r, actor, "bd-claim: "+note)
 }
 
 // renew writes a new lease into the comment of agent's claim event, in
@@ -421,10 +430,10 @@ func (x sqliteTx) labelled(r *row, actor, verb, event, comment string) error {
 
 // comment adds a comment as `bd comments add` does, so that bd show lists
 // it and bd export carries it.
-func (x sqliteTx) comment(id, author, text string) error {
-	err := x.e.q.CommentInsert(x.ctx, x.conn, db.CommentInsertParams{IssueID: id, Author: author, Text: text, CreatedAt: x.flavor.eventAt(x.now)})
+func (x sqliteTx) comment(r *row, author, text string) error {
+	err := x.e.q.CommentInsert(x.ctx, x.conn, db.CommentInsertParams{IssueID: r.ID, Author: author, Text: text, CreatedAt: x.flavor.eventAt(x.now)})
 	if err == nil {
-		err = x.dirty(id, x.flavor.rowAt(x.now))
+		err = x.dirty(r.ID, x.flavor.rowAt(x.now))
 	}
 	return err
 }

@@ -11,9 +11,16 @@ import (
 // Stats is the state of a workspace's claims, read in one transaction.
 // Its JSON form is part of bd-claim's contract (see README).
 type Stats struct {
-	At              time.Time      `json:"generated_at"`
-	Open            int            `json:"open"`              // open issues
-	Ready           int            `json:"ready"`             // claimable now by a new agent with no filters
+	At    time.Time `json:"generated_at"`
+	Open  int       `json:"open"`  // open issues
+	Ready int       `json:"ready"` // claimable now by a new agent with no filters
+	// BdReady is what `bd ready -u` lists: the open issues assigned to
+	// nobody that bd's own readiness admits. Ready is BdReady less those
+	// in backoff or abandoned, plus ReadyTakeovers.
+	BdReady int `json:"bd_ready"`
+	// ReadyTakeovers are the in_progress issues in Ready: their holders'
+	// leases, asked for with --lease, have expired.
+	ReadyTakeovers  int            `json:"ready_takeovers"`
 	ReadyByPriority map[string]int `json:"ready_by_priority"` // P0..P4, every key present
 	Blocked         int            `json:"blocked"`           // open issues with an open blocker
 	InProgress      []AgentClaims  `json:"in_progress"`       // by agent, then issue id
@@ -38,7 +45,19 @@ type HeldIssue struct {
 	AgeSeconds int64      `json:"age_seconds"`      // since ClaimedAt (0 when unknown)
 	LeaseUntil *time.Time `json:"lease_expires_at"` // null without a lease
 	Expired    bool       `json:"lease_expired"`
+	// LeaseKind says what an ended lease means: "bd-claim", a lease the
+	// holder asked for (--lease), which a claim takes over once it ends;
+	// "bd", bd's own lease, which every claim on a Dolt workspace carries
+	// and no claim takes over (bd reclaim and reap --older-than recover
+	// it). Empty without a lease.
+	LeaseKind string `json:"lease_kind,omitempty"`
 }
+
+// The kinds of lease (HeldIssue.LeaseKind).
+const (
+	LeaseAsked = "bd-claim"
+	LeaseBd    = "bd"
+)
 
 // Backoff is an issue in backoff after failed attempts.
 type Backoff struct {
@@ -94,13 +113,16 @@ func (t *txn) stats(st *Stats) error {
 	if err := t.queryRow(b).Scan(&st.Open, &st.Blocked); err != nil {
 		return err
 	}
-	b = sq.Select().From(spec.from).Where(spec.where())
-	dest := make([]any, len(byPriority))
+	b = sq.Select("COALESCE(sum(i.status = 'in_progress'), 0)").From(spec.from).Where(spec.where())
+	dest := []any{&st.ReadyTakeovers}
 	for p := range byPriority {
 		b = b.Column(sq.Expr("COALESCE(sum(i.priority = ?), 0)", p))
-		dest[p] = &byPriority[p]
+		dest = append(dest, &byPriority[p])
 	}
 	if err := t.queryRow(b).Scan(dest...); err != nil {
+		return err
+	}
+	if err := t.queryRow(spec.bdReady()).Scan(&st.BdReady); err != nil {
 		return err
 	}
 	for p, n := range byPriority {
@@ -112,15 +134,18 @@ func (t *txn) stats(st *Stats) error {
 		return err
 	}
 	for _, c := range held {
-		hi := HeldIssue{ID: c.IssueID, ClaimID: c.ID}
-		if at, err := time.Parse(t.flavor.eventTime, c.At); err == nil {
-			hi.ClaimedAt, hi.AgeSeconds = &at, max(0, int64(t.now.Sub(at)/time.Second))
+		hi := HeldIssue{ID: c.IssueID, ClaimID: c.ID, ClaimedAt: t.claimedAt(c)}
+		if hi.ClaimedAt != nil {
+			hi.AgeSeconds = max(0, int64(t.now.Sub(*hi.ClaimedAt)/time.Second))
 		}
 		if l := c.lease(); l != nil {
-			hi.LeaseUntil, hi.Expired = &l.Until, c.Expired
-			if c.Expired {
-				st.ExpiredLeases = append(st.ExpiredLeases, c.expired())
+			hi.LeaseUntil, hi.Expired, hi.LeaseKind = &l.Until, c.Expired, LeaseAsked
+			if c.bdLease {
+				hi.LeaseKind = LeaseBd
 			}
+		}
+		if c.takeable() {
+			st.ExpiredLeases = append(st.ExpiredLeases, t.expired(c))
 		}
 		if n := len(st.InProgress); n == 0 || st.InProgress[n-1].Agent != c.Holder {
 			st.InProgress = append(st.InProgress, AgentClaims{Agent: c.Holder})

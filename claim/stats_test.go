@@ -62,17 +62,18 @@ func TestStats(t *testing.T) {
 	assert.Equal(t, *xan.ClaimedAt, t0.Add(time.Minute))
 	assert.Assert(t, xan.Expired)
 	assert.Equal(t, *xan.LeaseUntil, a.Lease.Until)
-	assert.DeepEqual(t, byAgent["xbo"], []claim.HeldIssue{{ID: b.Issue.ID, ClaimID: b.ClaimID, ClaimedAt: xan.ClaimedAt, AgeSeconds: 40, LeaseUntil: &b.Lease.Until}})
+	assert.Equal(t, xan.LeaseKind, claim.LeaseAsked)
+	assert.DeepEqual(t, byAgent["xbo"], []claim.HeldIssue{{ID: b.Issue.ID, ClaimID: b.ClaimID, ClaimedAt: xan.ClaimedAt, AgeSeconds: 40, LeaseUntil: &b.Lease.Until, LeaseKind: claim.LeaseAsked}})
 	bob := byAgent["bob"] // the fixture's own claim, made by bd: no lease
 	assert.Equal(t, len(bob), 1)
-	assert.Assert(t, bob[0].ClaimID > 0 && bob[0].LeaseUntil == nil && bob[0].AgeSeconds > 48*3600-3600)
-	assert.DeepEqual(t, st.ExpiredLeases, []claim.Expired{{ID: a.Issue.ID, Holder: "xan", ClaimID: a.ClaimID, LeaseUntil: a.Lease.Until}})
+	assert.Assert(t, bob[0].ClaimID > 0 && bob[0].LeaseUntil == nil && bob[0].LeaseKind == "" && bob[0].AgeSeconds > 48*3600-3600)
+	assert.DeepEqual(t, st.ExpiredLeases, []claim.Expired{{ID: a.Issue.ID, Holder: "xan", ClaimID: a.ClaimID, LeaseUntil: &a.Lease.Until, ClaimedAt: xan.ClaimedAt}})
 	assert.DeepEqual(t, st.Backoff, []claim.Backoff{{ID: fail.Issue.ID, Failures: 1, RetryAt: t0.Add(2 * time.Minute)}})
 	assert.DeepEqual(t, st.Abandoned, []claim.Abandoned{{ID: dead.Issue.ID, Failures: 2, Labelled: true}})
 	assert.Equal(t, st.LastHour, claim.EventCounts{Claims: 5, Failures: 3})
 
 	// Releases and reclaims count too.
-	_, err = s.Reap(ctx, "reaper", false)
+	_, err = s.Reap(ctx, claim.ReapRequest{Actor: "reaper"})
 	assert.NilError(t, err)
 	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "xbo", ID: b.Issue.ID})
 	assert.NilError(t, err)

@@ -121,12 +121,14 @@ type options struct {
 	timeoutMS           int
 	logLevel, traceID   string
 	wait, lease         string
+	olderThan           string // reap --older-than
 	explain, failed     bool
 	unique              bool
 	reason              string
 	settings            map[string]*string // name → flag value, for the settings flags
 	overrides           claim.Overrides    // the settings flags given, parsed
 	release             claim.ReleaseRequest
+	reap                claim.ReapRequest
 	heartbeat           claim.HeartbeatRequest
 	close               claim.CloseRequest
 	reset               claim.ResetRequest

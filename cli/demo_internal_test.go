@@ -69,7 +69,7 @@ func TestHumanStatsSingular(t *testing.T) {
 	st := claim.Stats{
 		Open: 1, Ready: 1, ReadyByPriority: map[string]int{"P0": 1, "P1": 0},
 		InProgress:    []claim.AgentClaims{{Agent: "a1", Issues: []claim.HeldIssue{{ID: "fx-1", ClaimID: 7, ClaimedAt: &until, AgeSeconds: 90, LeaseUntil: &until, Expired: true}}}},
-		ExpiredLeases: []claim.Expired{{ID: "fx-1", Holder: "a1", ClaimID: 7, LeaseUntil: until}},
+		ExpiredLeases: []claim.Expired{{ID: "fx-1", Holder: "a1", ClaimID: 7, LeaseUntil: &until}},
 		LastHour:      claim.EventCounts{Claims: 1, Releases: 1, Failures: 1, Reclaims: 1, Closes: 1},
 	}
 	var out strings.Builder

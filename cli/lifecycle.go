@@ -186,17 +186,31 @@ var resetCommand = &command{
 }
 
 var reapCommand = &command{
-	name:         "reap",
-	event:        "reap",
-	usage:        "bd-claim reap [--dry-run] [--agent NAME]",
-	about:        "Return every in_progress issue whose lease has expired to open, unassigned, in one\ntransaction. --agent (default $BD_ACTOR, else bd-claim) is recorded as the actor.",
+	name:  "reap",
+	event: "reap",
+	usage: "bd-claim reap [--older-than D] [--dry-run] [--agent NAME]",
+	about: "Return stale claims to open, unassigned, in one transaction: every claim whose holder asked\n" +
+		"for a lease (--lease) that has expired. With --older-than D, also every claim whose lease\n" +
+		"(bd's own lease on Dolt included) ended at least D ago, and every claim without a lease made\n" +
+		"at least D ago, as bd reclaim --older-than D does: run it from a supervisor to recover the\n" +
+		"issues of agents that died. --agent (default $BD_ACTOR, else bd-claim) is recorded as the actor.",
 	actorDefault: true,
 	flags: func(fs *pflag.FlagSet, o *options) {
-		fs.BoolVar(&o.req.DryRun, "dry-run", false, "list the expired claims; change nothing")
+		fs.StringVar(&o.olderThan, "older-than", "", "also reap claims no other claim takes over, past this grace window (e.g. 10m; 0s: at once): leases that ended at least this long ago, claims without a lease made at least this long ago")
+		fs.BoolVar(&o.req.DryRun, "dry-run", false, "list the claims it would reap; change nothing")
 	},
-	check: agentCheck,
+	check: func(o *options) error {
+		if err := agentCheck(o); err != nil || !o.fs.Changed("older-than") {
+			return err
+		}
+		d, err := claim.ParseDuration("older-than", o.olderThan, claim.MaxWait)
+		o.reap.OlderThan = &d
+		return err
+	},
 	do: func(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
-		reaped, err := s.Reap(ctx, o.req.Agent, o.req.DryRun)
+		req := o.reap
+		req.Actor, req.DryRun = o.req.Agent, o.req.DryRun
+		reaped, err := s.Reap(ctx, req)
 		if err != nil {
 			log.Error("reap_error", "agent", o.req.Agent, errAttr(err), o.elapsed())
 			return out.fail(exitCode(err), err)
@@ -215,9 +229,16 @@ var reapCommand = &command{
 		if o.req.DryRun {
 			verb = "would reap"
 		}
-		fmt.Fprintf(out.w, "%s %s\n", verb, plural(len(reaped), "expired claim", "expired claims"))
+		fmt.Fprintf(out.w, "%s %s\n", verb, plural(len(reaped), "stale claim", "stale claims"))
 		for _, e := range reaped {
-			fmt.Fprintf(out.w, "  %s  held by %s (claim %d), lease ended %s\n", e.ID, e.Holder, e.ClaimID, e.LeaseUntil.Format(time.RFC3339))
+			ended := "held without a lease"
+			if e.LeaseUntil != nil {
+				ended = "lease ended " + e.LeaseUntil.Format(time.RFC3339)
+			}
+			if e.ClaimedAt != nil {
+				ended += ", claimed " + e.ClaimedAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(out.w, "  %s  held by %s (claim %d), %s\n", e.ID, e.Holder, e.ClaimID, ended)
 		}
 		return ExitClaimed
 	},

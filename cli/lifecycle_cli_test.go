@@ -479,8 +479,8 @@ func TestLifecycleStats(t *testing.T) {
 		slices.Sort(ks)
 		return ks
 	}
-	assert.DeepEqual(t, keys(doc), []string{"abandoned", "backoff", "blocked", "expired_leases", "generated_at", "in_progress",
-		"last_hour", "open", "policy", "ready", "ready_by_priority", "status"})
+	assert.DeepEqual(t, keys(doc), []string{"abandoned", "backoff", "bd_ready", "blocked", "expired_leases", "generated_at", "in_progress",
+		"last_hour", "open", "policy", "ready", "ready_by_priority", "ready_takeovers", "status"})
 	assert.DeepEqual(t, keys(doc["ready_by_priority"]), []string{"P0", "P1", "P2", "P3", "P4"})
 	assert.DeepEqual(t, keys(doc["last_hour"]), []string{"claims", "closes", "failures", "reclaims", "releases"})
 	assert.DeepEqual(t, keys(doc["policy"]), []string{"abandoned_label", "backoff_initial", "backoff_max", "backoff_multiplier", "max_failures"})
@@ -495,9 +495,12 @@ func TestLifecycleStats(t *testing.T) {
 		sum += n
 	}
 	assert.Equal(t, sum, st.Ready)
+	for _, e := range st.ExpiredLeases { // claimed within the second before the lease began
+		assert.Assert(t, e.ClaimedAt != nil && !e.ClaimedAt.After(*e.LeaseUntil) && e.LeaseUntil.Sub(*e.ClaimedAt) <= 3*time.Second, "%+v", e)
+	}
 	assert.DeepEqual(t, st.ExpiredLeases, []claim.Expired{
-		{ID: a, Holder: "x1", ClaimID: x1.ClaimID, LeaseUntil: x1.LeaseExpiresAt.UTC()},
-		{ID: b, Holder: "x2", ClaimID: x2.ClaimID, LeaseUntil: x2.LeaseExpiresAt.UTC()},
+		{ID: a, Holder: "x1", ClaimID: x1.ClaimID, LeaseUntil: new(x1.LeaseExpiresAt.UTC()), ClaimedAt: st.ExpiredLeases[0].ClaimedAt},
+		{ID: b, Holder: "x2", ClaimID: x2.ClaimID, LeaseUntil: new(x2.LeaseExpiresAt.UTC()), ClaimedAt: st.ExpiredLeases[1].ClaimedAt},
 	})
 	assert.DeepEqual(t, st.LastHour, claim.EventCounts{Claims: base.Claims + 2, Releases: base.Releases, Failures: base.Failures, Reclaims: base.Reclaims, Closes: base.Closes})
 	assert.Equal(t, st.Policy, claim.PolicyJSON{BackoffInitial: "1m0s", BackoffMultiplier: 2, BackoffMax: "1h0m0s", MaxFailures: 5, AbandonedLabel: "claim:abandoned"})
@@ -529,7 +532,8 @@ func TestLifecycleStats(t *testing.T) {
 	assert.Assert(t, took.TookOver.LeaseUntil != nil && took.TookOver.LeaseUntil.Equal(*x1.LeaseExpiresAt))
 	assert.Assert(t, took.ClaimID > x2.ClaimID)
 	reaped := lcOK(t, root, nil, "reap", "--agent", "reaper")
-	assert.DeepEqual(t, reaped.Reaped, []claim.Expired{{ID: b, Holder: "x2", ClaimID: x2.ClaimID, LeaseUntil: x2.LeaseExpiresAt.UTC()}})
+	assert.Assert(t, len(reaped.Reaped) == 1 && reaped.Reaped[0].ClaimedAt != nil, "%+v", reaped.Reaped)
+	assert.DeepEqual(t, reaped.Reaped, []claim.Expired{{ID: b, Holder: "x2", ClaimID: x2.ClaimID, LeaseUntil: new(x2.LeaseExpiresAt.UTC()), ClaimedAt: reaped.Reaped[0].ClaimedAt}})
 	assert.Equal(t, len(lcOK(t, root, nil, "reap").Reaped), 0)
 
 	// The old holders are told.

@@ -62,11 +62,11 @@ func TestLifecycleHuman(t *testing.T) {
 	run(t, root, nil, "heartbeat", "--agent", "h1", "--id", a01, "--lease", "1s", "--quiet").Assert(t, icmd.Success)
 	waitLease(t)
 	out = human(t, root, 0, "reap", "--dry-run")
-	assert.Assert(t, is.Regexp(`^would reap 1 expired claim\n  `+a01+`  held by h1 \(claim \d+\), lease ended `+rfc3339.String()+"\n$", out))
+	assert.Assert(t, is.Regexp(`^would reap 1 stale claim\n  `+a01+`  held by h1 \(claim \d+\), lease ended `+rfc3339.String()+`, claimed `+rfc3339.String()+"\n$", out))
 	out = human(t, root, 0, "--agent", "h2", "--id", a01, "--dry-run")
 	assert.Assert(t, is.Regexp(`^would claim `+a01+` .*, taking over from h1 \(claim \d+, lease expired\)\n$`, out))
 	out = human(t, root, 0, "reap")
-	assert.Assert(t, strings.HasPrefix(out, "reaped 1 expired claim\n  "+a01), out)
+	assert.Assert(t, strings.HasPrefix(out, "reaped 1 stale claim\n  "+a01), out)
 
 	// Release, failures, abandonment, reset.
 	human(t, root, 0, "--agent", "h1", "--id", a01)

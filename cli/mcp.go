@@ -65,7 +65,7 @@ var mcpCommand = &command{
 type (
 	claimArgs struct {
 		ID              string      `json:"id,omitempty" flag:"id" jsonschema:"claim this issue only (compare-and-swap); omit to claim the next ready issue"`
-		ClaimID         int64       `json:"claim_id,omitempty" flag:"claim-id" jsonschema:"with id: succeed only while you still hold the issue under this claim_id"`
+		ClaimID         claimIDArg  `json:"claim_id,omitempty" flag:"claim-id" jsonschema:"with id: succeed only while you still hold the issue under this claim_id (the integer claim returned, or its digits as a string)"`
 		Labels          []string    `json:"labels,omitempty" flag:"label" jsonschema:"only issues with all of these labels"`
 		LabelsAny       []string    `json:"labels_any,omitempty" flag:"label-any" jsonschema:"only issues with at least one of these labels"`
 		ExcludeLabels   []string    `json:"exclude_labels,omitempty" flag:"exclude-label" jsonschema:"skip issues with any of these labels"`
@@ -88,27 +88,28 @@ type (
 		Wait            string      `json:"wait,omitempty" flag:"wait" jsonschema:"when nothing is claimable, wait up to this long (a Go duration: 50s) for an issue; the server sends progress while waiting when the call has a progressToken. Keep it under your client's request timeout (often 60s) and call again to wait longer"`
 	}
 	releaseArgs struct {
-		ID      string `json:"id" flag:"id"`
-		ClaimID int64  `json:"claim_id,omitempty" flag:"claim-id"`
-		Reason  string `json:"reason,omitempty" flag:"reason"`
-		Failed  bool   `json:"failed,omitempty" flag:"failed"`
+		ID      string     `json:"id" flag:"id"`
+		ClaimID claimIDArg `json:"claim_id,omitempty" flag:"claim-id" jsonschema:"act only while you still hold the issue under this claim_id (the integer claim returned, or its digits as a string)"`
+		Reason  string     `json:"reason,omitempty" flag:"reason"`
+		Failed  bool       `json:"failed,omitempty" flag:"failed"`
 	}
 	closeArgs struct {
-		ID      string `json:"id" flag:"id"`
-		ClaimID int64  `json:"claim_id,omitempty" flag:"claim-id"`
-		Reason  string `json:"reason,omitempty" flag:"reason"`
-		DryRun  bool   `json:"dry_run,omitempty" flag:"dry-run"`
+		ID      string     `json:"id" flag:"id"`
+		ClaimID claimIDArg `json:"claim_id,omitempty" flag:"claim-id" jsonschema:"act only while you still hold the issue under this claim_id (the integer claim returned, or its digits as a string)"`
+		Reason  string     `json:"reason,omitempty" flag:"reason"`
+		DryRun  bool       `json:"dry_run,omitempty" flag:"dry-run"`
 	}
 	heartbeatArgs struct {
-		ID      string `json:"id" flag:"id"`
-		ClaimID int64  `json:"claim_id,omitempty" flag:"claim-id"`
-		Lease   string `json:"lease,omitempty" flag:"lease" jsonschema:"the new lease from now, as a Go duration (10m); default: the claim's lease length"`
+		ID      string     `json:"id" flag:"id"`
+		ClaimID claimIDArg `json:"claim_id,omitempty" flag:"claim-id" jsonschema:"act only while you still hold the issue under this claim_id (the integer claim returned, or its digits as a string)"`
+		Lease   string     `json:"lease,omitempty" flag:"lease" jsonschema:"the new lease from now, as a Go duration (10m); default: the claim's lease length"`
 	}
 	resetArgs struct {
 		ID string `json:"id" flag:"id"`
 	}
 	reapArgs struct {
-		DryRun bool `json:"dry_run,omitempty" flag:"dry-run"`
+		OlderThan string `json:"older_than,omitempty" flag:"older-than" jsonschema:"also reap claims no other claim takes over, past this grace window as a Go duration (10m; 0s: at once): leases that ended at least this long ago (bd's own included), claims without a lease made at least this long ago"`
+		DryRun    bool   `json:"dry_run,omitempty" flag:"dry-run"`
 	}
 	statsArgs struct{}
 )
@@ -132,6 +133,20 @@ func (p *priorityArg) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// claimIDArg is a claim_id: the integer a claim returned, or its digits
+// as a string, as a client that keeps ids as text sends it back. The
+// command's --claim-id parses and checks it.
+type claimIDArg string
+
+func (c *claimIDArg) UnmarshalJSON(b []byte) error {
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil { // a number, or a string that reads as one
+		return claim.Errorf(claim.EInvalid, "argument claim_id must be the integer a claim returned (or its digits as a string), not %s", jsonKind(b))
+	}
+	*c = claimIDArg(n)
+	return nil
+}
+
 // jsonKind names the JSON type of a value as the errors say it.
 func jsonKind(b []byte) string {
 	switch b[0] {
@@ -139,6 +154,8 @@ func jsonKind(b []byte) string {
 		return "object"
 	case '[':
 		return "array"
+	case '"':
+		return "the string " + string(b)
 	default:
 		return "boolean"
 	}
@@ -205,7 +222,9 @@ var (
 		{name: "reset", title: "Reset an issue's failed attempts", command: resetCommand, args: reflect.TypeFor[resetArgs](), result: envelopeType, idempotent: true,
 			description: "Clear an issue's failed attempts and remove its abandoned label, so that claim hands it out again."},
 		{name: "reap", title: "Reap expired claims", command: reapCommand, args: reflect.TypeFor[reapArgs](), result: reflect.TypeFor[reapResult](), destructive: true, idempotent: true,
-			description: "Return every claim whose lease has expired to open (any agent's); dry_run lists them without changing anything."},
+			description: "Return stale claims to open (any agent's): those whose holder asked for a lease that has expired; with older_than, " +
+				"also every claim whose lease ended (or, without a lease, that was made) at least that long ago, as bd reclaim does. " +
+				"dry_run lists them without changing anything."},
 		{name: "stats", title: "Workspace claim statistics", command: statsCommand, args: reflect.TypeFor[statsArgs](), result: reflect.TypeFor[statsResult](), readOnly: true, idempotent: true,
 			description: "Show the workspace's claim state: ready issues by priority, blocked, who holds what and since when, " +
 				"expired leases, issues in backoff or abandoned, and the last hour's claims and releases."},
@@ -231,9 +250,13 @@ func (t *mcpTool) tool() *mcp.Tool {
 		case reflect.Slice:
 			p.Type, p.Types = "array", nil
 		case reflect.String:
-			if f.Type == reflect.TypeFor[priorityArg]() {
+			switch f.Type {
+			case reflect.TypeFor[priorityArg]():
 				p.Type = "integer"
 				p.Minimum, p.Maximum = new(0.0), new(4.0)
+			case reflect.TypeFor[claimIDArg]():
+				p.Type = "integer"
+				p.Minimum = new(1.0)
 			}
 		}
 	}
@@ -451,7 +474,9 @@ func (m *mcpServer) call(ctx context.Context, t *mcpTool, req *mcp.CallToolReque
 	fs := newFlags(t.command, o)
 	args, err := t.flags(req.Params.Arguments)
 	if err == nil {
-		err = fs.Parse(append([]string{"--agent=" + m.agent}, args...))
+		if err = fs.Parse(append([]string{"--agent=" + m.agent}, args...)); err != nil {
+			err = claim.Errorf(claim.EInvalid, "%v", err) // a value the flag cannot hold (claim_id 1.5)
+		}
 	}
 	if err == nil {
 		err = o.validate(t.command)

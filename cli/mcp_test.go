@@ -149,7 +149,7 @@ func TestMCPTools(t *testing.T) {
 		"close":     {map[string]string{"id": "string", "claim_id": "integer", "reason": "string", "dry_run": "boolean"}, []string{"id"}, hints{idempotent: true}, []string{"already_closed"}},
 		"heartbeat": {map[string]string{"id": "string", "claim_id": "integer", "lease": "string"}, []string{"id"}, hints{idempotent: true}, []string{"lease_expires_at"}},
 		"reset":     {map[string]string{"id": "string"}, []string{"id"}, hints{idempotent: true}, []string{"reset"}},
-		"reap":      {map[string]string{"dry_run": "boolean"}, nil, hints{destructive: true, idempotent: true}, []string{"dry_run", "reaped"}},
+		"reap":      {map[string]string{"dry_run": "boolean", "older_than": "string"}, nil, hints{destructive: true, idempotent: true}, []string{"dry_run", "reaped"}},
 		"stats":     {map[string]string{}, nil, hints{readOnly: true, idempotent: true}, []string{"generated_at", "in_progress", "last_hour", "policy", "ready_by_priority"}},
 	}
 	var names []string
@@ -266,6 +266,7 @@ func TestMCPFootprint(t *testing.T) {
 		{"claim", map[string]any{"parent": "fx-none", "only_unassigned": true, "max_held": 5}, []string{"--parent", "fx-none", "--only-unassigned", "--max-held", "5"}, 3},
 		{"claim", map[string]any{"id": bobs}, []string{"--id", bobs}, 7},
 		{"claim", map[string]any{"id": a01, "claim_id": 1}, []string{"--id", a01, "--claim-id", "1"}, 7},
+		{"claim", map[string]any{"id": a01, "claim_id": "1"}, []string{"--id", a01, "--claim-id", "1"}, 7}, // an id kept as text
 		{"release", map[string]any{"id": "fx-none"}, []string{"release", "--id", "fx-none"}, 7},
 		{"heartbeat", map[string]any{"id": bobs}, []string{"heartbeat", "--id", bobs}, 7},
 		{"claim", map[string]any{"id": a01}, []string{"--id", a01}, 0},
@@ -296,7 +297,10 @@ func TestMCPBadArguments(t *testing.T) {
 		msg  string
 	}{
 		{"claim", map[string]any{"lease": 2}, "argument lease must be a string, not number"},
-		{"claim", map[string]any{"claim_id": "7", "id": "fx-1"}, "argument claim_id must be an integer, not string"},
+		{"claim", map[string]any{"claim_id": "seven", "id": "fx-1"}, `argument claim_id must be the integer a claim returned (or its digits as a string), not the string "seven"`},
+		{"claim", map[string]any{"claim_id": true, "id": "fx-1"}, "argument claim_id must be the integer a claim returned (or its digits as a string), not boolean"},
+		{"claim", map[string]any{"claim_id": 1.5, "id": "fx-1"}, `invalid argument "1.5" for "claim_id"`},
+		{"release", map[string]any{"claim_id": "-3", "id": "fx-1"}, "claim id -3 is not a claim id"},
 		{"claim", map[string]any{"max_held": 1.5}, "argument max_held must be an integer, not number 1.5"},
 		{"claim", map[string]any{"labels": "backend"}, "argument labels must be an array of strings, not string"},
 		{"claim", map[string]any{"dry_run": "yes"}, "argument dry_run must be a boolean, not string"},

@@ -217,6 +217,28 @@ func (q *Queries) IssueLabels(ctx context.Context, db DBTX, issueID string) (str
 	return labels, err
 }
 
+const issueLookalikes = `-- name: IssueLookalikes :one
+SELECT CAST(COALESCE((SELECT value FROM config WHERE key = 'issue_prefix'), '') AS TEXT) AS prefix,
+       CAST((SELECT json_group_array(id) FROM (SELECT id FROM issues WHERE instr(id, ?1) > 0 ORDER BY id LIMIT 64)) AS TEXT) AS ids
+`
+
+type IssueLookalikesRow struct {
+	Prefix string
+	Ids    string
+}
+
+// IssueLookalikes is what resolves a partial issue id as bd does
+// (utils.ResolvePartialID): the workspace's issue prefix (config
+// issue_prefix, ” without one) and, as a JSON array, the ids of the issues
+// whose id contains part (at most 64; the caller keeps those whose hash
+// starts with it).
+func (q *Queries) IssueLookalikes(ctx context.Context, db DBTX, part string) (IssueLookalikesRow, error) {
+	row := db.QueryRowContext(ctx, issueLookalikes, part)
+	var i IssueLookalikesRow
+	err := row.Scan(&i.Prefix, &i.Ids)
+	return i, err
+}
+
 const issueOpenCrowd = `-- name: IssueOpenCrowd :one
 SELECT count(*) FROM (SELECT 1 FROM issues WHERE status = 'open' LIMIT CAST(?1 AS INTEGER))
 `

@@ -155,8 +155,8 @@ type Commit struct {
 	Message, Author string
 	// All stages every table that is not dolt_ignored (DOLT_COMMIT('-Am'),
 	// bd's proxied-server mode); else the issues table (events and leases
-	// are dolt_ignored), and labels when Labels.
-	All, Labels bool
+	// are dolt_ignored), labels when Labels, and comments when Comments.
+	All, Labels, Comments bool
 	// InTx is a commit inside the write's transaction, which DOLT_COMMIT
 	// commits with it: a conflict fails the transaction, which the caller
 	// tries again whole. Else the commit follows the SQL commit and is
@@ -179,6 +179,9 @@ func (c Commit) Make(ctx context.Context, conn doltdb.DBTX) error {
 			err = q.DoltAddIssues(ctx, conn)
 			if err == nil && c.Labels {
 				err = q.DoltAddLabels(ctx, conn)
+			}
+			if err == nil && c.Comments {
+				err = q.DoltAddComments(ctx, conn)
 			}
 			if err == nil {
 				err = q.DoltCommit(ctx, conn, doltdb.DoltCommitParams{Message: c.Message, Author: c.Author})

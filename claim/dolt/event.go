@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -211,15 +212,11 @@ const auxTimeLayout = "2006-01-02 15:04:05"
 // comments and snapshots (rowid.Namespace): 92da14b5-20a8-5252-8eb2-3839e97b2156.
 const eventNamespace = "\x92\xda\x14\xb5\x20\xa8\x52\x52\x8e\xb2\x38\x39\xe9\x7b\x21\x56"
 
-// digest is rowid.Digest of the row: hex SHA-256 over the seven fields, each
+// digest is rowid.Digest of a row's fields: hex SHA-256 over them, each
 // "n" when NULL, else "v<byte length>:<bytes>".
-func (e Event) digest() string {
+func digest(fields ...sql.NullString) string {
 	h := sha256.New()
-	for _, f := range []sql.NullString{
-		{String: e.IssueID, Valid: true}, {String: e.Type, Valid: true}, {String: e.Actor, Valid: true},
-		e.OldValue, e.NewValue, e.Comment,
-		{String: e.CreatedAt.UTC().Format(auxTimeLayout), Valid: true},
-	} {
+	for _, f := range fields {
 		if !f.Valid {
 			h.Write([]byte("n"))
 			continue
@@ -229,11 +226,23 @@ func (e Event) digest() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// digest is the event's digest: its seven fields in bd's order.
+func (e Event) digest() string {
+	return digest(sql.NullString{String: e.IssueID, Valid: true}, sql.NullString{String: e.Type, Valid: true},
+		sql.NullString{String: e.Actor, Valid: true}, e.OldValue, e.NewValue, e.Comment,
+		sql.NullString{String: e.CreatedAt.UTC().Format(auxTimeLayout), Valid: true})
+}
+
 // eventID is the id bd gives the row in table (events or wisp_events) at an
-// ordinal: the RFC 4122 UUIDv5 of table, ordinal and digest joined by 0x1F.
-func eventID(table string, e Event, ordinal int) string {
+// ordinal (rowID).
+func eventID(table string, e Event, ordinal int) string { return rowID(table, ordinal, e.digest()) }
+
+// rowID is the id bd gives a row of table at an ordinal, by its digest
+// (rowid.New): the RFC 4122 UUIDv5 of table, ordinal and digest joined by
+// 0x1F.
+func rowID(table string, ordinal int, digest string) string {
 	h := sha1.New()
-	h.Write([]byte(eventNamespace + table + "\x1f" + strconv.Itoa(ordinal) + "\x1f" + e.digest()))
+	h.Write([]byte(eventNamespace + table + "\x1f" + strconv.Itoa(ordinal) + "\x1f" + digest))
 	u := h.Sum(nil)[:16]
 	u[6] = u[6]&0x0f | 0x50 // version 5
 	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
@@ -278,4 +287,33 @@ func NewEventID(ctx context.Context, q doltdb.DBTX, wisp bool, e Event) (string,
 		return "", fmt.Errorf("ids of same-content events: %w", err)
 	}
 	return firstFreeEventID(table, e, taken), nil
+}
+
+// AddComment adds author's comment on issue id as bd v1.3.0's `bd comments
+// add` writes it (issueops.AddIssueCommentInTx): dated now, truncated to the
+// second, or a second after the issue's newest comment when the clock has
+// not moved past it (NextLiveCommentTime); under the id derived from its
+// content at ordinal 0, or not at all when a comment with the same content
+// is there already (InsertDerivedComment). bd's events journal, when a
+// workspace turns it on, is not written.
+func AddComment(ctx context.Context, h doltdb.DBTX, id, author, text string, now time.Time) error {
+	q := doltdb.New()
+	at := now.UTC().Truncate(time.Second)
+	newest, err := q.CommentNewest(ctx, h, id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return err
+	default:
+		if last, perr := time.Parse(auxTimeLayout, newest); perr == nil && !last.Before(at) {
+			at = last.Add(time.Second)
+		}
+	}
+	same := doltdb.CommentSameContentParams{IssueID: id, Author: author, Text: text, CreatedAt: at}
+	if _, err := q.CommentSameContent(ctx, h, same); !errors.Is(err, sql.ErrNoRows) {
+		return err // nil: the same comment is there
+	}
+	str := func(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }
+	cid := rowID("comments", 0, digest(str(id), str(author), str(text), str(at.Format(auxTimeLayout))))
+	return q.CommentInsert(ctx, h, doltdb.CommentInsertParams{ID: cid, IssueID: id, Author: author, Text: text, CreatedAt: at})
 }

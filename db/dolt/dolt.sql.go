@@ -9,6 +9,16 @@ import (
 	"context"
 )
 
+const doltAddComments = `-- name: DoltAddComments :exec
+CALL DOLT_ADD('comments')
+`
+
+// DoltAddComments stages the comments table, as bd's comments add does.
+func (q *Queries) DoltAddComments(ctx context.Context, db DBTX) error {
+	_, err := db.ExecContext(ctx, doltAddComments)
+	return err
+}
+
 const doltAddIssues = `-- name: DoltAddIssues :exec
 CALL DOLT_ADD('issues')
 `

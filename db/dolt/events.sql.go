@@ -11,6 +11,23 @@ import (
 	"time"
 )
 
+const eventCommentSet = `-- name: EventCommentSet :exec
+UPDATE events SET comment = ? WHERE id = ?
+`
+
+type EventCommentSetParams struct {
+	Comment sql.NullString
+	ID      string
+}
+
+// EventCommentSet writes the lease a holder asked for into the comment of
+// its claim event (IssueClaimState's claim_event), as on SQLite: a heartbeat
+// adds no row. The lease itself is bd's leases row.
+func (q *Queries) EventCommentSet(ctx context.Context, db DBTX, arg EventCommentSetParams) error {
+	_, err := db.ExecContext(ctx, eventCommentSet, arg.Comment, arg.ID)
+	return err
+}
+
 const eventCountsSince = `-- name: EventCountsSince :one
 SELECT
     CAST(COALESCE(SUM(CASE WHEN event_type = 'claimed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS claims,

@@ -113,3 +113,12 @@ SET status = 'closed',
     updated_at = @updated_at,
     close_reason = @close_reason
 WHERE id = @id;
+
+-- name: IssueLookalikes :one
+-- IssueLookalikes is what resolves a partial issue id as bd does
+-- (utils.ResolvePartialID): the workspace's issue prefix (config
+-- issue_prefix, '' without one) and, as a JSON array, the ids of the issues
+-- whose id contains part (at most 64; the caller keeps those whose hash
+-- starts with it).
+SELECT CAST(COALESCE((SELECT value FROM config WHERE key = 'issue_prefix'), '') AS TEXT) AS prefix,
+       CAST((SELECT json_group_array(id) FROM (SELECT id FROM issues WHERE instr(id, sqlc.arg(part)) > 0 ORDER BY id LIMIT 64)) AS TEXT) AS ids;

@@ -32,3 +32,7 @@ SELECT CONCAT(DOLT_HASHOF_DB()) AS hash;
 -- it, with bd's message and author, as bd's proxied-server mode commits
 -- (DOLT_COMMIT('-Am') at the end of the write's transaction).
 CALL DOLT_COMMIT('-Am', sqlc.arg(message), '--author', sqlc.arg(author));
+
+-- name: DoltAddComments :exec
+-- DoltAddComments stages the comments table, as bd's comments add does.
+CALL DOLT_ADD('comments');

@@ -28,3 +28,9 @@ SELECT
     CAST(COALESCE(SUM(CASE WHEN event_type = 'closed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS closes
 FROM events
 WHERE created_at >= sqlc.arg(since);
+
+-- name: EventCommentSet :exec
+-- EventCommentSet writes the lease a holder asked for into the comment of
+-- its claim event (IssueClaimState's claim_event), as on SQLite: a heartbeat
+-- adds no row. The lease itself is bd's leases row.
+UPDATE events SET comment = sqlc.arg(comment) WHERE id = sqlc.arg(id);

@@ -19,9 +19,16 @@ SELECT CAST((SELECT count(*) FROM issues i WHERE i.assignee = sqlc.arg(agent) AN
 -- name: IssueClaimState :one
 -- IssueClaimState reads what decides who holds an issue: its status and
 -- assignee, the row_lock of its last ownership change (bd-claim's claim_id
--- on Dolt) and its leases row, if any.
+-- on Dolt), its leases row, if any, and the holder's claim event: the
+-- latest claimed event by the assignee (bd's own claim before bd-claim's in
+-- the same second), whose comment says whether the holder asked bd-claim
+-- for its lease (claim/dolt.go doltClaimEvent spells the same choice).
 SELECT i.id, i.status, COALESCE(i.assignee, '') AS assignee, i.row_lock,
-       l.holder, l.lease_expires_at, l.heartbeat_at, l.granted_at
+       l.holder, l.lease_expires_at, l.heartbeat_at, l.granted_at,
+       CONCAT(COALESCE((SELECT e.id FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee
+        ORDER BY e.created_at DESC, e.comment IS NULL DESC LIMIT 1), '')) AS claim_event,
+       (SELECT e.comment FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee
+        ORDER BY e.created_at DESC, e.comment IS NULL DESC LIMIT 1) AS claim_comment
 FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
 WHERE i.id = sqlc.arg(id);
 
@@ -91,7 +98,7 @@ WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status = 'in_progr
 
 -- name: IssueInProgressClaims :one
 -- IssueInProgressClaims is IssueClaimState of every in_progress issue and
--- wisp, as one JSON array (idx_issues_status_updated_at): row_lock as a
+-- wisp (but the claim event's id), as one JSON array (idx_issues_status_updated_at): row_lock as a
 -- string (a JSON number loses a 64-bit integer's last digits) and the
 -- lease's times as RFC 3339 (they are UTC). A wisp has no lease: its
 -- claimed_at is the time of its last claimed event in wisp_events.
@@ -101,7 +108,9 @@ SELECT CAST(COALESCE(JSON_ARRAYAGG(c.claim), '[]') AS JSON) AS claims FROM (
            'holder', l.holder,
            'lease_expires_at', DATE_FORMAT(l.lease_expires_at, '%Y-%m-%dT%H:%i:%sZ'),
            'heartbeat_at', DATE_FORMAT(l.heartbeat_at, '%Y-%m-%dT%H:%i:%sZ'),
-           'granted_at', DATE_FORMAT(l.granted_at, '%Y-%m-%dT%H:%i:%sZ')) AS claim
+           'granted_at', DATE_FORMAT(l.granted_at, '%Y-%m-%dT%H:%i:%sZ'),
+           'claim_comment', (SELECT e.comment FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee
+                             ORDER BY e.created_at DESC, e.comment IS NULL DESC LIMIT 1)) AS claim
   FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
   WHERE i.status = 'in_progress'
   UNION ALL
@@ -281,3 +290,15 @@ WHERE i.id = sqlc.arg(id)
       )
   )) <> CAST(sqlc.arg(was) AS SIGNED);
 
+
+-- name: IssueLookalikes :one
+-- IssueLookalikes is what resolves a partial issue id as bd v1.3.0 does
+-- (utils.ResolvePartialID): the workspace's issue prefix (config
+-- issue_prefix, '' without one) and, as a JSON array, the ids of the issues
+-- and wisps whose id contains part (at most 64 of each; the caller keeps
+-- those whose hash starts with it).
+SELECT CONCAT(COALESCE((SELECT c.value FROM config c WHERE c.`key` = 'issue_prefix'), '')) AS prefix,
+       CAST(COALESCE((SELECT JSON_ARRAYAGG(x.id) FROM (
+           (SELECT i.id FROM issues i WHERE LOCATE(sqlc.arg(part), i.id) > 0 ORDER BY i.id LIMIT 64)
+           UNION ALL
+           (SELECT w.id FROM wisps w WHERE LOCATE(sqlc.arg(part), w.id) > 0 ORDER BY w.id LIMIT 64)) x), '[]') AS JSON) AS ids;
