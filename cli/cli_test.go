@@ -184,6 +184,31 @@ func TestAgentFromBDActor(t *testing.T) {
 	assert.Equal(t, decode(t, r).Agent, "from-env")
 	r = run(t, root, []string{"BD_ACTOR=from-env"}, "--agent", "from-flag", "--dry-run", "--quiet")
 	assert.Equal(t, decode(t, r).Agent, "from-flag")
+	r = run(t, root, []string{"BD_ACTOR=   "}, "--dry-run", "--quiet")
+	assert.Equal(t, r.ExitCode, 2, r.Combined())
+	assert.Equal(t, decode(t, r).Error.Message, `agent name "   " is blank: pass --agent NAME or set BD_ACTOR`)
+}
+
+// An agent name with a space around it is refused, not taken for another
+// agent: " backend-1" would be refused backend-1's issue as held by
+// backend-1 (ALREADY_CLAIMED), and "   " would get issues of its own.
+func TestAgentWithWhitespace(t *testing.T) {
+	root := claimtest.Fixture(t, "0.49.6")
+	claimed := decode(t, run(t, root, nil, "--agent", "backend-1", "--quiet"))
+	assert.Assert(t, claimed.Issue != nil)
+	sum := claimtest.FileSum(t, claimtest.DBPath(root))
+	for _, args := range [][]string{
+		{"--agent", " backend-1", "--id", claimed.Issue.ID},
+		{"release", "--agent", "backend-1 ", "--id", claimed.Issue.ID},
+		{"--agent", "   "},
+	} {
+		r := run(t, root, nil, append(args, "--quiet")...)
+		assert.Equal(t, r.ExitCode, 2, "%q: %s", args, r.Combined())
+		out := decode(t, r)
+		assert.Equal(t, out.Error.Code, claim.EInvalid)
+		assert.Assert(t, is.Contains(out.Error.Message, "pass --agent NAME or set BD_ACTOR"), "%q", args)
+	}
+	assert.Equal(t, claimtest.FileSum(t, claimtest.DBPath(root)), sum)
 }
 
 // Every bad input gets its exit status and error code, and changes nothing:
@@ -203,6 +228,8 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"no agent", 2, claim.EInvalid, "agent name is empty", fixtureWith()},
 		{"control char in agent", 2, claim.EInvalid, "control character", fixtureWith("--agent", "a\tb")},
+		{"blank agent", 2, claim.EInvalid, `agent name "   " is blank: pass --agent NAME or set BD_ACTOR`, fixtureWith("--agent", "   ")},
+		{"agent with a leading space", 2, claim.EInvalid, `agent name " backend-1" has leading or trailing whitespace`, fixtureWith("--agent", " backend-1")},
 		{"agent too long", 2, claim.EInvalid, "the limit is 64", fixtureWith("--agent", strings.Repeat("x", 65))},
 		{"unknown priority", 2, claim.EInvalid, `unknown priority "urgent"`, fixtureWith("--agent", "a", "--min-priority", "urgent")},
 		{"unknown flag", 2, claim.EInvalid, "unknown flag: --color", fixtureWith("--agent", "a", "--color")},

@@ -145,6 +145,7 @@ func TestMCPStartupErrors(t *testing.T) {
 	}{
 		{"no workspace", t.TempDir(), []string{"--agent", "a"}, claim.EWorkspace, "no .beads", 5},
 		{"no agent", root, nil, claim.EInvalid, "agent name is empty", 2},
+		{"blank agent", root, []string{"--agent", " ", "--unique"}, claim.EInvalid, `agent name " " is blank`, 2},
 		{"bad flag", root, []string{"--agent", "a", "--lease", "soon"}, claim.EInvalid, `--lease: "soon" is not a duration`, 2},
 		{"unknown flag", root, []string{"--agent", "a", "--json"}, claim.EInvalid, "unknown flag: --json", 2},
 	} {
