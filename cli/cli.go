@@ -351,8 +351,10 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	o := &options{start: time.Now()}
 	fs := newFlags(c, o)
 	err := fs.Parse(args)
-	if err != nil {
-		err = claim.Errorf(claim.EInvalid, "%v (see bd-claim %s --help)", err, c.name)
+	if word := commandWord(c, args); word != nil {
+		err = word
+	} else if err != nil {
+		err = parseError(helpRef(c), fs, err)
 	}
 	if o.help && err == nil {
 		usage(stdout, c)
@@ -423,7 +425,7 @@ func dirLabel(cfg claim.Settings, workspace string) string {
 func (o *options) validate(c *command) error {
 	fs := o.fs
 	if fs.NArg() > 0 {
-		return claim.Errorf(claim.EInvalid, "unexpected argument %q (see bd-claim --help)", fs.Arg(0))
+		return strayArgument(c, fs.Arg(0))
 	}
 	if err := checkLengths(fs); err != nil {
 		return err

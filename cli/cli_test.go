@@ -232,12 +232,20 @@ func TestBadInput(t *testing.T) {
 		{"agent with a leading space", 2, claim.EInvalid, `agent name " backend-1" has leading or trailing whitespace`, fixtureWith("--agent", " backend-1")},
 		{"agent too long", 2, claim.EInvalid, "the limit is 64", fixtureWith("--agent", strings.Repeat("x", 65))},
 		{"unknown priority", 2, claim.EInvalid, `unknown priority "urgent"`, fixtureWith("--agent", "a", "--min-priority", "urgent")},
-		{"unknown flag", 2, claim.EInvalid, "unknown flag: --color", fixtureWith("--agent", "a", "--color")},
+		{"unknown flag", 2, claim.EInvalid, "unknown flag: --color (see bd-claim --help)", fixtureWith("--agent", "a", "--color")},
+		{"mistyped flag", 2, claim.EInvalid, "unknown flag: --lable; did you mean --label? (see bd-claim --help)", fixtureWith("--agent", "a", "--lable", "x")},
+		{"mistyped flag of a command", 2, claim.EInvalid, "unknown flag: --faild; did you mean --failed? (see bd-claim release --help)", fixtureWith("release", "--agent", "a", "--id", "x", "--faild")},
+		{"a long flag with one dash", 2, claim.EInvalid, "unknown shorthand flag: 'a' in -agent; did you mean --agent?", fixtureWith("-agent", "a")},
+		{"mistyped command", 2, claim.EInvalid, `unknown command "relase": did you mean "release"? (see bd-claim release --help)`, fixtureWith("relase", "--id", "x")},
+		{"mistyped command with its own flags", 2, claim.EInvalid, `unknown command "relase": did you mean "release"?`, fixtureWith("relase", "--agent", "a", "--id", "x", "--failed")},
+		{"unknown command", 2, claim.EInvalid, `unknown command "frobnicate": the commands are claim, close, demo, heartbeat, help, mcp, reap, release, reset, stats, version`, fixtureWith("frobnicate")},
+		{"mistyped command after the flags", 2, claim.EInvalid, `unexpected argument "stat": did you mean the command "stats"? A command comes first`, fixtureWith("--agent", "a", "stat")},
 		{"json and human", 2, claim.EInvalid, "--json and --human exclude each other", fixtureWith("--agent", "a", "--json", "--human")},
 		{"bad sort", 2, claim.EInvalid, `unknown sort "random"`, fixtureWith("--agent", "a", "--sort", "random")},
 		{"bad log level", 2, claim.EInvalid, "unknown --log-level", fixtureWith("--agent", "a", "--log-level", "trace")},
 		{"negative timeout", 2, claim.EInvalid, "--timeout-ms must be 0 or more", fixtureWith("--agent", "a", "--timeout-ms", "-1")},
-		{"stray argument", 2, claim.EInvalid, `unexpected argument "claim"`, fixtureWith("--agent", "a", "claim")},
+		{"stray argument", 2, claim.EInvalid, `unexpected argument "claim": a command comes first, before its flags (see bd-claim claim --help)`, fixtureWith("--agent", "a", "claim")},
+		{"stray argument of a command", 2, claim.EInvalid, `unexpected argument "stats" (see bd-claim release --help)`, fixtureWith("release", "--agent", "a", "--id", "x", "stats")},
 		{"empty label", 2, claim.EInvalid, "empty value", fixtureWith("--agent", "a", "--label", "")},
 		{"metadata-field without =", 2, claim.EInvalid, `invalid --metadata-field "gc.routed_to": expected key=value`, fixtureWith("--agent", "a", "--metadata-field", "gc.routed_to")},
 		{"bad metadata key", 2, claim.EInvalid, `invalid --has-metadata-key "a b"`, fixtureWith("--agent", "a", "--has-metadata-key", "a b")},
@@ -424,7 +432,9 @@ func TestDemo(t *testing.T) {
 	// $XDG_RUNTIME_DIR here) stays, as its lock files are never removed.
 	assert.DeepEqual(t, claimtest.Names(t, tmp), []string{fmt.Sprintf("bd-claim-%d", os.Getuid())})
 	run(t, t.TempDir(), nil, "demo", "--agents", "0").Assert(t, icmd.Expected{ExitCode: 2, Err: "INVALID_ARGUMENT"})
-	run(t, t.TempDir(), nil, "demo", "--bogus").Assert(t, icmd.Expected{ExitCode: 2, Err: "unknown flag"})
+	run(t, t.TempDir(), nil, "demo", "--bogus").Assert(t, icmd.Expected{ExitCode: 2, Err: "unknown flag: --bogus (see bd-claim demo --help)"})
+	run(t, t.TempDir(), nil, "demo", "--agnets", "3").Assert(t, icmd.Expected{ExitCode: 2, Err: "bd-claim demo: INVALID_ARGUMENT: unknown flag: --agnets; did you mean --agents?"})
+	run(t, t.TempDir(), nil, "demo", "8").Assert(t, icmd.Expected{ExitCode: 2, Err: `unexpected argument "8" (see bd-claim demo --help)`})
 	run(t, t.TempDir(), []string{"TMPDIR=/nonexistent"}, "demo").Assert(t, icmd.Expected{ExitCode: 1, Err: "bd-claim demo:"})
 }
 

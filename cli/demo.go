@@ -26,14 +26,18 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	help := fs.BoolP("help", "h", false, "show this help")
 	err := fs.Parse(args)
 	switch {
-	case *help && err == nil:
+	case err != nil:
+		err = parseError("bd-claim demo --help", fs, err)
+	case *help:
 		fmt.Fprint(stdout, "Usage: bd-claim demo [--agents N] [--issues N] [--keep]\n\n"+fs.FlagUsages())
 		return ExitClaimed
-	case err == nil && (*agents < 1 || *agents > 256 || *issues < 1 || *issues > 100000):
-		err = fmt.Errorf("--agents must be 1-256 and --issues 1-100000")
+	case *agents < 1 || *agents > 256 || *issues < 1 || *issues > 100000:
+		err = claim.Errorf(claim.EInvalid, "--agents must be 1-256 and --issues 1-100000")
+	case fs.NArg() > 0:
+		err = claim.Errorf(claim.EInvalid, "unexpected argument %q (see bd-claim demo --help)", fs.Arg(0))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "bd-claim demo: %s: %v\n", claim.EInvalid, err)
+		fmt.Fprintf(stderr, "bd-claim demo: %s: %s\n", claim.EInvalid, claim.ErrorMessage(err))
 		return ExitInvalid
 	}
 	dir, err := os.MkdirTemp("", "bd-claim-demo-")
