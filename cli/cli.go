@@ -309,7 +309,7 @@ func doClaim(ctx context.Context, s *claim.Store, o *options, out output, log *s
 		if res.TookOver != nil {
 			attrs = append(attrs, "took_over_from", res.TookOver.Agent, "took_over_claim_id", res.TookOver.ClaimID)
 		}
-		log.Info("issue_claim_success", append(attrs, o.elapsed())...)
+		log.Info(done("issue_claim", req.DryRun), append(attrs, o.elapsed())...)
 		out.claimed(req, res, explain)
 		return ExitClaimed
 	}

@@ -149,7 +149,7 @@ func TestLogs(t *testing.T) {
 	root := claimtest.Fixture(t, "0.49.6")
 	r := run(t, root, []string{"TRACE_ID=trace-123"}, "--agent", "logger", "--log-level", "debug")
 	r.Assert(t, icmd.Success)
-	decode(t, r)
+	claimed := decode(t, r)
 	var events []string
 	for _, line := range strings.Split(strings.TrimSpace(r.Stderr()), "\n") {
 		var rec map[string]any
@@ -164,6 +164,23 @@ func TestLogs(t *testing.T) {
 		}
 	}
 	assert.DeepEqual(t, events, []string{"workspace_discovery", "issue_claim_success"})
+
+	// A dry run is logged as one: it claimed, closed or reaped nothing.
+	for _, c := range []struct {
+		args  []string
+		event string
+	}{
+		{[]string{"--agent", "logger", "--dry-run"}, "issue_claim_dry_run"},
+		{[]string{"close", "--agent", "logger", "--id", claimed.Issue.ID, "--dry-run"}, "issue_close_dry_run"},
+		{[]string{"reap", "--dry-run"}, "reap_dry_run"},
+		{[]string{"reap"}, "reap_success"},
+	} {
+		r := run(t, root, nil, c.args...)
+		r.Assert(t, icmd.Success)
+		var rec struct{ Msg string }
+		assert.NilError(t, json.Unmarshal([]byte(r.Stderr()), &rec), r.Stderr())
+		assert.Equal(t, rec.Msg, c.event, "%q", c.args)
+	}
 
 	r = run(t, root, []string{"OTEL_TRACE_ID=otel-1"}, "--agent", "logger", "--label", "none")
 	assert.Assert(t, is.Contains(r.Stderr(), `"msg":"issue_claim_no_issue"`))
