@@ -399,7 +399,7 @@ func serve(ctx context.Context, s *claim.Store, failed error, o *options, stdout
 	err := server.Run(serving, &connTransport{newLineConn(os.Stdin, stdout, stdinEnded, log)})
 	stop() // ends the renewals: the claims keep their leases, which lapse
 	m.wg.Wait()
-	log.Info("mcp_stopped", "agent", m.agent, "reason", fmt.Sprint(err), o.elapsed())
+	log.Info("mcp_stopped", "agent", m.agent, "reason", stopReason(ctx, err), o.elapsed())
 	switch {
 	case ctx.Err() != nil:
 		return ExitInterrupted
@@ -407,6 +407,19 @@ func serve(ctx context.Context, s *claim.Store, failed error, o *options, stdout
 		return exitCode(failed)
 	}
 	return ExitClaimed
+}
+
+// stopReason says why the server stopped: a signal (ctx ended), the
+// client's end of the session (stdin ended: err is nil), or the error that
+// ended it (stdout could not be written).
+func stopReason(ctx context.Context, err error) string {
+	switch {
+	case ctx.Err() != nil:
+		return "SIGINT or SIGTERM"
+	case err == nil:
+		return "the client closed the session (stdin ended)"
+	}
+	return err.Error()
 }
 
 // instructions is what the server tells the client at initialize: how an

@@ -169,6 +169,25 @@ func TestMCPStartupErrors(t *testing.T) {
 	}
 }
 
+// A server whose stdout cannot be written (a full disk) stops, and says
+// why: the write's error.
+func TestMCPStoppedByWriteError(t *testing.T) {
+	t.Parallel()
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full to write to: %v", err)
+	}
+	defer full.Close()
+	cmd := exec.Command(binary, "mcp", "--agent", "a")
+	cmd.Dir = claimtest.Fixture(t, "0.49.6")
+	cmd.Env = baseEnv()
+	cmd.Stdin = strings.NewReader(initialize + "\n" + initialized + "\n")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = full, &stderr
+	assert.NilError(t, cmd.Run(), stderr.String())
+	assert.Assert(t, is.Contains(stderr.String(), `"msg":"mcp_stopped","agent":"a","reason":"write /dev/stdout: no space left on device"`))
+}
+
 // The initialize reply gives the agent its instructions, and declares the
 // tools only: no logging (the logs go to stderr), a list that never
 // changes.
