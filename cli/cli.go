@@ -387,11 +387,7 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	}
 	var store *claim.Store
 	if err == nil {
-		timeout := time.Duration(o.timeoutMS) * time.Millisecond
-		if timeout == 0 {
-			timeout = -1 // do not wait at all
-		}
-		store, err = claim.Open(ctx, o.ws, claim.Options{BusyTimeout: timeout, Policy: &o.cfg.Policy})
+		store, err = openStore(ctx, o)
 	}
 	if err != nil {
 		log.Error(c.event+"_error", "agent", o.req.Agent, errAttr(err), o.elapsed())
@@ -405,6 +401,16 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	// only grows, and every new process re-reads it.
 	defer store.Close()
 	return c.do(ctx, store, o, out, log)
+}
+
+// openStore opens the workspace found (o.ws) with the command's busy
+// timeout and failure policy.
+func openStore(ctx context.Context, o *options) (*claim.Store, error) {
+	timeout := time.Duration(o.timeoutMS) * time.Millisecond
+	if timeout == 0 {
+		timeout = -1 // do not wait at all
+	}
+	return claim.Open(ctx, o.ws, claim.Options{BusyTimeout: timeout, Policy: &o.cfg.Policy})
 }
 
 // dirLabel is the label that bd ready scopes its list to in the command's
