@@ -436,13 +436,34 @@ func TestBusyInQueue(t *testing.T) {
 	assert.Equal(t, decode(t, r).Issue.Assignee, "a")
 }
 
+// keptDemo is the workspace that demo --keep says it kept, after running
+// the commands it suggests there: each bd-claim command works (exit 0, or
+// 3 for the dry run that finds nothing left), and the sqlite3 command's
+// query reads the database.
+func keptDemo(t *testing.T, stdout string) string {
+	t.Helper()
+	m := regexp.MustCompile(`workspace kept: (\S+)\n.*\n    cd (\S+)\n    (bd-claim .*)\n    (bd-claim .*)\n    sqlite3 (\S+) '(.*)'\n$`).FindStringSubmatch(stdout)
+	assert.Assert(t, m != nil, stdout)
+	dir := m[1]
+	assert.Equal(t, m[2], dir)
+	for _, c := range m[3:5] {
+		r := run(t, dir, nil, strings.Fields(c)[1:]...)
+		assert.Assert(t, r.ExitCode == 0 || r.ExitCode == 3, "%s: %s", c, r.Combined())
+		assert.Assert(t, r.Stdout() != "" && r.Stderr() == "", "%s: %s", c, r.Combined())
+	}
+	rows, err := claimtest.Open(t, filepath.Join(dir, m[5])).Query(m[6])
+	assert.NilError(t, err)
+	assert.Assert(t, rows.Next())
+	assert.NilError(t, rows.Close())
+	return dir
+}
+
 func TestDemo(t *testing.T) {
 	r := run(t, t.TempDir(), []string{"TMPDIR=" + t.TempDir()}, "demo", "--agents", "4", "--issues", "80", "--keep")
 	r.Assert(t, icmd.Success)
 	assert.Assert(t, is.Contains(r.Stdout(), "verdict: PASS"))
-	m := regexp.MustCompile(`workspace kept: (\S+)`).FindStringSubmatch(r.Stdout())
-	assert.Assert(t, m != nil, r.Stdout())
-	assert.Assert(t, fileExists(filepath.Join(m[1], ".beads", "beads.db")))
+	keptDemo(t, r.Stdout())
+	assert.Assert(t, is.Contains(r.Stdout(), "a SQLite workspace with bd v0.49.6's schema (bd v0.49.6 and v0.47.1 open it; bd v1.3 does not)"))
 	tmp := t.TempDir()
 	run(t, t.TempDir(), []string{"TMPDIR=" + tmp, "XDG_RUNTIME_DIR="}, "demo", "--agents", "3", "--issues", "30").Assert(t, icmd.Expected{Out: "verdict: PASS"})
 	// The workspace is removed; the writers' queue directory (no

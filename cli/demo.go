@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bdclaim/bd-claim/claim"
+	beadssql "github.com/bdclaim/bd-claim/sql"
 )
 
 // runDemo builds a workspace from the vendored schema, lets concurrent
@@ -48,13 +49,34 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = demo(ctx, dir, *agents, *issues, stdout)
 	}
 	if *keep {
-		fmt.Fprintf(stdout, "workspace kept: %s (try: cd %s && bd ready, or sqlite3 .beads/beads.db)\n", dir, dir)
+		kept(stdout, dir)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "bd-claim demo: %v\n", err)
 		return ExitUnexpected
 	}
 	return ExitClaimed
+}
+
+// demoLooks are commands that look at a kept demo workspace from its
+// directory.
+var demoLooks = []string{
+	"bd-claim stats --human",
+	"bd-claim --agent me --dry-run --explain --human",
+	"sqlite3 .beads/beads.db 'SELECT id, status, assignee FROM issues'",
+}
+
+// kept says where the demo's workspace was kept and how to look at it. It
+// is a SQLite workspace of the newest vendored schema, which the SQLite
+// bd releases bd-claim is tested with open; bd v1.3 keeps its workspaces
+// in Dolt and refuses it.
+func kept(w io.Writer, dir string) {
+	bds := "v" + strings.Join(beadssql.Versions(), " and v")
+	fmt.Fprintf(w, "workspace kept: %s\n  a SQLite workspace with bd v%s's schema (bd %s open it; bd v1.3 does not). Look at it with:\n    cd %s\n",
+		dir, beadssql.SchemaVersion, bds, dir)
+	for _, c := range demoLooks {
+		fmt.Fprintf(w, "    %s\n", c)
+	}
 }
 
 func demo(ctx context.Context, dir string, agents, issues int, w io.Writer) error {
