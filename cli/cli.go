@@ -379,7 +379,7 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 		return out.fail(ExitInvalid, err)
 	}
 	o.getenv = getenv
-	o.ws, err = claim.FindWorkspace(claim.Locate{DB: o.db, DSN: o.dsn, Start: o.workspace, Getenv: getenv})
+	o.ws, err = locate(o)
 	log.Debug("workspace_discovery", "cwd", o.workspace, "workspace_root", o.ws.Root, "db_path", o.ws.DBPath, "source", o.ws.Source)
 	if err == nil {
 		o.cfg, err = claim.LoadSettings(o.ws, getenv, &o.overrides)
@@ -401,6 +401,11 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	// only grows, and every new process re-reads it.
 	defer store.Close()
 	return c.do(ctx, store, o, out, log)
+}
+
+// locate finds the command's workspace as bd finds it (FindWorkspace).
+func locate(o *options) (claim.Workspace, error) {
+	return claim.FindWorkspace(claim.Locate{DB: o.db, DSN: o.dsn, Start: o.workspace, Getenv: o.getenv})
 }
 
 // openStore opens the workspace found (o.ws) with the command's busy

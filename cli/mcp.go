@@ -390,9 +390,22 @@ func refuse(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger,
 // server serves, and opens it at the first call that finds it back.
 func serveMCPError(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger, err error) int {
 	if transient(err) {
-		return serveNamed(ctx, nil, func(ctx context.Context) (*claim.Store, error) { return openStore(ctx, o) }, o, stdout, log)
+		return serveNamed(ctx, nil, func(ctx context.Context) (*claim.Store, error) { return reopen(ctx, o) }, o, stdout, log)
 	}
 	return serve(ctx, nil, nil, err, o, stdout, log)
+}
+
+// reopen finds the workspace again and opens it with the settings the
+// server started with: where its database is may have changed since (bd
+// starts a workspace's Dolt server on a new port each time, in
+// .beads/dolt-server.port).
+func reopen(ctx context.Context, o *options) (*claim.Store, error) {
+	again := *o
+	var err error
+	if again.ws, err = locate(o); err != nil {
+		return nil, err
+	}
+	return openStore(ctx, &again)
 }
 
 // serveNamed serves the agent's tools on s (or the Store that open opens),

@@ -177,10 +177,12 @@ func TestMCPStartupErrors(t *testing.T) {
 
 // A database that is busy when the server starts does not stop it, as a
 // reason that goes away by itself: its calls say SQLITE_BUSY (retry) while
-// another connection holds the database, and work once it is free.
+// another connection holds the database, and work once it is free. Each
+// try finds the workspace again.
 func TestMCPBusyAtStartup(t *testing.T) {
 	t.Parallel()
 	root := claimtest.Fixture(t, "0.49.6")
+	assert.NilError(t, os.Mkdir(filepath.Join(root, ".git"), 0o755)) // the walk for .beads stops here
 	ctx := context.Background()
 	db := claimtest.Open(t, claimtest.DBPath(root))
 	hold, err := db.Conn(ctx)
@@ -192,6 +194,11 @@ func TestMCPBusyAtStartup(t *testing.T) {
 	s := serve(t, root, "patient", "--timeout-ms", "100")
 	text, isErr := s.call(t, "stats", map[string]any{})
 	assert.Assert(t, isErr && strings.Contains(text, `"code":"SQLITE_BUSY"`), text)
+	beads := filepath.Join(root, ".beads")
+	assert.NilError(t, os.Rename(beads, beads+".away"))
+	text, isErr = s.call(t, "stats", map[string]any{})
+	assert.Assert(t, isErr && strings.Contains(text, `"code":"WORKSPACE_NOT_FOUND"`), text)
+	assert.NilError(t, os.Rename(beads+".away", beads))
 	_, err = hold.ExecContext(ctx, "COMMIT")
 	assert.NilError(t, err)
 	assert.NilError(t, hold.Close())
