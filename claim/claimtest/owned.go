@@ -26,21 +26,36 @@ func OwnedWorkspace(t testing.TB, prefix string) *BdWorkspace {
 			t.Fatalf("%v: the Dolt tests need bd v1.3.0 and dolt 2.2.0: run `make dolt`", err)
 		}
 	}
-	home, path := t.TempDir(), t.TempDir()
+	w := &BdWorkspace{v13Repo(t, true)}
+	t.Cleanup(func() { w.Bd("dolt", "stop") })
+	w.OK("init", "--server", "--prefix", prefix, "--non-interactive", "--skip-hooks", "--skip-agents", "--quiet")
+	return w
+}
+
+// v13Repo is bd v1.3.0 in a new git repository, with a private environment
+// (a throwaway HOME with a git identity, UTC, actor bd-test, no metrics,
+// pager or colour) and, with dolt, the pinned dolt first on its PATH, for
+// the modes in which bd starts a dolt sql-server itself.
+func v13Repo(t testing.TB, dolt bool) BdRunner {
+	t.Helper()
+	home := t.TempDir()
 	gitconfig := "[user]\n\tname = bd-test\n\temail = bd-test@example.invalid\n[init]\n\tdefaultBranch = main\n"
 	assert.NilError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644))
-	assert.NilError(t, os.Symlink(DoltBin(), filepath.Join(path, "dolt"))) // bd runs `dolt` from its PATH
-	w := &BdWorkspace{BdRunner{t: t, bin: BdDoltBin(), actorVar: "BEADS_ACTOR", Dir: t.TempDir(), Env: []string{
+	path := os.Getenv("PATH") // for git
+	if dolt {
+		bin := t.TempDir()
+		assert.NilError(t, os.Symlink(DoltBin(), filepath.Join(bin, "dolt")))
+		path = bin + string(os.PathListSeparator) + path
+	}
+	r := BdRunner{t: t, bin: BdDoltBin(), actorVar: "BEADS_ACTOR", Dir: t.TempDir(), Env: []string{
 		"HOME=" + home,
-		"PATH=" + path + string(os.PathListSeparator) + os.Getenv("PATH"), // dolt, and git
+		"PATH=" + path,
 		"TZ=UTC",
 		"BEADS_ACTOR=bd-test",
 		"BD_DISABLE_METRICS=1", "DO_NOT_TRACK=1", "DOLT_METRICS_DISABLED=1",
 		"BD_NO_PAGER=1", "NO_COLOR=1",
 		"GIT_CONFIG_NOSYSTEM=1",
-	}}}
-	icmd.RunCmd(icmd.Command("git", "init", "-q"), icmd.Dir(w.Dir), icmd.WithEnv(w.Env...)).Assert(t, icmd.Success)
-	t.Cleanup(func() { w.Bd("dolt", "stop") })
-	w.OK("init", "--server", "--prefix", prefix, "--non-interactive", "--skip-hooks", "--skip-agents", "--quiet")
-	return w
+	}}
+	icmd.RunCmd(icmd.Command("git", "init", "-q"), icmd.Dir(r.Dir), icmd.WithEnv(r.Env...)).Assert(t, icmd.Success)
+	return r
 }
