@@ -355,7 +355,11 @@ var doltCodes = map[dolt.Kind]struct {
 }
 
 func (e *doltEngine) code(err error) (Code, string, bool) {
-	c, ok := doltCodes[dolt.KindOf(err)]
+	kind := dolt.KindOf(err)
+	c, ok := doltCodes[kind]
+	if d := e.Workspace.Dolt; kind == dolt.Unreachable && d != nil {
+		c.what = d.unreachable(e.Workspace.BeadsDir) // where the server was looked for, and why there
+	}
 	return c.code, c.what, ok
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -27,6 +28,9 @@ type DoltServer struct {
 	Database  string `json:"database"`
 	TLS       bool   `json:"tls,omitempty"`
 	ProjectID string `json:"project_id,omitempty"` // metadata.json's project_id, checked against the database's
+	// PortFrom says where Port came from, for messages: a variable, the
+	// port file, metadata.json, --dsn; "" for bd's default, 3307.
+	PortFrom string `json:"-"`
 }
 
 // EmbeddedDolt is a Dolt-era Beads database in embedded mode (bd v1.3's
@@ -58,6 +62,32 @@ func (d DoltServer) addr() string {
 	return net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
 }
 
+// unreachable says of a server that cannot be reached where it was looked
+// for and why there, and what to do; beadsDir is its workspace's .beads
+// ("" for a --dsn connection). A local workspace's server is started with
+// `bd dolt start` (bd v1.3.0 starts it on a port the system picks and
+// writes that port to .beads/dolt-server.port, which it deletes when the
+// server stops); bd-claim never starts one.
+func (d DoltServer) unreachable(beadsDir string) string {
+	if d.Socket != "" {
+		return fmt.Sprintf("the Dolt server cannot be reached on the socket %s: is `dolt sql-server --socket %s` running? Then retry", d.Socket, d.Socket)
+	}
+	msg := "the Dolt server cannot be reached at " + d.addr()
+	local := beadsDir != "" && !remote(d.Host)
+	switch {
+	case d.PortFrom != "":
+		msg += " (the port from " + d.PortFrom + ")"
+	case local:
+		msg += ", bd's default port, tried because " + portFile + " is missing (bd deletes it when the server it started stops) and nothing else names a port"
+	default:
+		msg += ", bd's default port (nothing names another)"
+	}
+	if local {
+		return msg + ": start the workspace's server with `bd dolt start`, then retry"
+	}
+	return msg + ": is `dolt sql-server` running there, and reachable from this machine? Then retry"
+}
+
 // config is the driver configuration bd itself connects with
 // (doltutil.ServerDSN): parsed times, parameters interpolated client-side
 // (one round trip per statement), a 5s dial timeout, 10s reads and writes,
@@ -86,7 +116,7 @@ func dsnServer(source, dsn string) (Workspace, error) {
 	if err != nil || c.DBName == "" || (c.Net != "tcp" && c.Net != "unix") {
 		return Workspace{}, Errorf(EInvalid, "%s is not a Dolt server DSN of the form user:password@tcp(host:port)/database", source)
 	}
-	d := DoltServer{User: c.User, Password: c.Passwd, Database: c.DBName, TLS: c.TLSConfig == "true"}
+	d := DoltServer{User: c.User, Password: c.Passwd, Database: c.DBName, TLS: c.TLSConfig == "true", PortFrom: source}
 	if c.Net == "unix" {
 		d.Socket = c.Addr
 	} else {
@@ -117,6 +147,10 @@ func (ws Workspace) doltLink(busy time.Duration) (doltLink, string) {
 	}
 	return nil, ""
 }
+
+// portFile is where bd v1.3 writes the port of the server it started
+// for a workspace.
+const portFile = ".beads/dolt-server.port"
 
 // doltWorkspace resolves the database of a Dolt workspace as bd v1.3.0
 // does (configfile.go, doltserver.DefaultConfig): in embedded mode (bd's
@@ -150,13 +184,20 @@ func doltWorkspace(ws Workspace, meta metadata, getenv func(string) string) (Wor
 		TLS:       truthy(getenv("BEADS_DOLT_SERVER_TLS")) || meta.DoltServerTLS,
 		ProjectID: meta.ProjectID,
 	}
-	portFile, _ := os.ReadFile(filepath.Join(ws.BeadsDir, "dolt-server.port"))
-	port := first(getenv("BEADS_DOLT_SERVER_PORT"), getenv("BEADS_DOLT_PORT"), strings.TrimSpace(string(portFile)))
-	if port == "" && meta.DoltServerPort != 0 {
-		port = strconv.Itoa(meta.DoltServerPort)
+	written, _ := os.ReadFile(filepath.Join(ws.BeadsDir, "dolt-server.port"))
+	var metaPort, port string
+	if meta.DoltServerPort != 0 {
+		metaPort = strconv.Itoa(meta.DoltServerPort)
 	}
-	if port == "" {
-		port = "3307" // bd's default
+	for _, p := range []struct{ port, from string }{
+		{getenv("BEADS_DOLT_SERVER_PORT"), "BEADS_DOLT_SERVER_PORT"}, {getenv("BEADS_DOLT_PORT"), "BEADS_DOLT_PORT"},
+		{strings.TrimSpace(string(written)), portFile}, {metaPort, "dolt_server_port in .beads/metadata.json"},
+		{"3307", ""}, // bd's default
+	} {
+		if p.port != "" {
+			port, d.PortFrom = p.port, p.from
+			break
+		}
 	}
 	n, err := strconv.Atoi(port)
 	if err != nil || n < 1 || n > 65535 {

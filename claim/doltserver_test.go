@@ -30,19 +30,19 @@ func TestFindWorkspaceDolt(t *testing.T) {
 		{
 			name:  "metadata.json alone (the deprecated port)",
 			files: map[string]string{"ws/.beads/metadata.json": server},
-			want:  claim.DoltServer{Host: "127.0.0.1", Port: 33310, User: "root", Database: "fx", ProjectID: "p-1"},
+			want:  claim.DoltServer{Host: "127.0.0.1", Port: 33310, User: "root", Database: "fx", ProjectID: "p-1", PortFrom: "dolt_server_port in .beads/metadata.json"},
 		},
 		{
 			name:  "the port file wins over metadata.json",
 			files: map[string]string{"ws/.beads/metadata.json": server, "ws/.beads/dolt-server.port": "40001\n"},
-			want:  claim.DoltServer{Host: "127.0.0.1", Port: 40001, User: "root", Database: "fx", ProjectID: "p-1"},
+			want:  claim.DoltServer{Host: "127.0.0.1", Port: 40001, User: "root", Database: "fx", ProjectID: "p-1", PortFrom: ".beads/dolt-server.port"},
 		},
 		{
 			name:  "the environment wins over both",
 			files: map[string]string{"ws/.beads/metadata.json": server, "ws/.beads/dolt-server.port": "40001"},
 			env: []string{"BEADS_DOLT_SERVER_HOST", "db.example.com", "BEADS_DOLT_SERVER_PORT", "3306", "BEADS_DOLT_SERVER_USER", "agent",
 				"BEADS_DOLT_SERVER_DATABASE", "other", "BEADS_DOLT_PASSWORD", "s3cret", "BEADS_DOLT_SERVER_TLS", "1"},
-			want: claim.DoltServer{Host: "db.example.com", Port: 3306, User: "agent", Password: "s3cret", Database: "other", TLS: true, ProjectID: "p-1"},
+			want: claim.DoltServer{Host: "db.example.com", Port: 3306, User: "agent", Password: "s3cret", Database: "other", TLS: true, ProjectID: "p-1", PortFrom: "BEADS_DOLT_SERVER_PORT"},
 		},
 		{
 			name:  "a remote host in the environment makes an embedded workspace a server one; bd's defaults fill the rest",
@@ -54,20 +54,20 @@ func TestFindWorkspaceDolt(t *testing.T) {
 			name:  "BEADS_DOLT_SERVER_MODE with the legacy port variable and a socket",
 			files: map[string]string{"ws/.beads/metadata.json": `{"backend":"dolt","dolt_database":"fx","dolt_server_socket":"/run/dolt.sock"}`},
 			env:   []string{"BEADS_DOLT_SERVER_MODE", "1", "BEADS_DOLT_PORT", "3400"},
-			want:  claim.DoltServer{Host: "127.0.0.1", Port: 3400, Socket: "/run/dolt.sock", User: "root", Database: "fx"},
+			want:  claim.DoltServer{Host: "127.0.0.1", Port: 3400, Socket: "/run/dolt.sock", User: "root", Database: "fx", PortFrom: "BEADS_DOLT_PORT"},
 		},
 		{
 			name: "the password from bd's credentials file, section [host:port]",
 			files: map[string]string{"ws/.beads/metadata.json": server, "home/.config/beads/credentials": "# bd credentials\n[db:1]\npassword = wrong\n" +
 				"[127.0.0.1:33310]\nuser = x\npassword = from-file # a comment\n[other:2]\npassword=no\n"},
 			env:  []string{"HOME", "$DIR/home"},
-			want: claim.DoltServer{Host: "127.0.0.1", Port: 33310, User: "root", Password: "from-file", Database: "fx", ProjectID: "p-1"},
+			want: claim.DoltServer{Host: "127.0.0.1", Port: 33310, User: "root", Password: "from-file", Database: "fx", ProjectID: "p-1", PortFrom: "dolt_server_port in .beads/metadata.json"},
 		},
 		{
 			name:  "BEADS_CREDENTIALS_FILE names another file; this server's section has no password",
 			files: map[string]string{"ws/.beads/metadata.json": server, "creds": "[127.0.0.1:1]\npassword=p\n[127.0.0.1:33310]\nuser=x\n[127.0.0.1:2]\npassword=q\n"},
 			env:   []string{"BEADS_CREDENTIALS_FILE", "$DIR/creds"},
-			want:  claim.DoltServer{Host: "127.0.0.1", Port: 33310, User: "root", Database: "fx", ProjectID: "p-1"},
+			want:  claim.DoltServer{Host: "127.0.0.1", Port: 33310, User: "root", Database: "fx", ProjectID: "p-1", PortFrom: "dolt_server_port in .beads/metadata.json"},
 		},
 		{
 			name:     "embedded mode: the database dolt_database names in .beads/embeddeddolt",
@@ -179,12 +179,12 @@ func TestFindWorkspaceDSN(t *testing.T) {
 	ws, err := claim.FindWorkspace(claim.Locate{DSN: "agent:pw@tcp(db.example.com:3306)/fx?tls=true", Getenv: env("BD_CLAIM_DSN", "x:y@tcp(other:1)/no")})
 	assert.NilError(t, err)
 	assert.DeepEqual(t, ws, claim.Workspace{DBPath: "mysql://agent@db.example.com:3306/fx", Source: "--dsn",
-		Dolt: &claim.DoltServer{Host: "db.example.com", Port: 3306, User: "agent", Password: "pw", Database: "fx", TLS: true}})
+		Dolt: &claim.DoltServer{Host: "db.example.com", Port: 3306, User: "agent", Password: "pw", Database: "fx", TLS: true, PortFrom: "--dsn"}})
 
 	ws, err = claim.FindWorkspace(claim.Locate{Getenv: env("BD_CLAIM_DSN", "root@unix(/run/dolt.sock)/fx")})
 	assert.NilError(t, err)
 	assert.DeepEqual(t, ws, claim.Workspace{DBPath: "mysql://root@/run/dolt.sock/fx", Source: "BD_CLAIM_DSN",
-		Dolt: &claim.DoltServer{Socket: "/run/dolt.sock", User: "root", Database: "fx"}})
+		Dolt: &claim.DoltServer{Socket: "/run/dolt.sock", User: "root", Database: "fx", PortFrom: "BD_CLAIM_DSN"}})
 
 	ws, err = claim.FindWorkspace(claim.Locate{Getenv: env("BD_CLAIM_DSN", "root@tcp(db)/fx")})
 	assert.NilError(t, err)

@@ -124,17 +124,28 @@ func firstError(errs ...error) error {
 // MaxAgentLen is the longest agent name accepted, in characters.
 const MaxAgentLen = 64
 
-// ValidateAgent checks an agent name: non-empty, valid UTF-8, at most
-// MaxAgentLen characters, no control characters. The name is written into
-// issues.assignee and events.actor as given.
+// giveAgent says how to give an agent name, in the messages that refuse
+// one.
+const giveAgent = "pass --agent NAME or set BD_ACTOR"
+
+// ValidateAgent checks an agent name: non-empty, not blank, without
+// leading or trailing whitespace, valid UTF-8, at most MaxAgentLen
+// characters, no control characters. The name is written into
+// issues.assignee and events.actor as given, so " backend-1" would be
+// another agent than "backend-1".
 func ValidateAgent(name string) error {
 	switch {
 	case name == "":
-		return Errorf(EInvalid, "agent name is empty: pass --agent NAME or set BD_ACTOR")
+		return Errorf(EInvalid, "agent name is empty: %s", giveAgent)
 	case !utf8.ValidString(name):
 		return Errorf(EInvalid, "agent name is not valid UTF-8")
 	case utf8.RuneCountInString(name) > MaxAgentLen:
 		return Errorf(EInvalid, "agent name is %d characters long; the limit is %d", utf8.RuneCountInString(name), MaxAgentLen)
+	case strings.TrimSpace(name) == "":
+		return Errorf(EInvalid, "agent name %q is blank: %s", name, giveAgent)
+	case strings.TrimSpace(name) != name:
+		return Errorf(EInvalid, "agent name %q has leading or trailing whitespace, which would become part of the name (another agent than %q): %s, without the whitespace",
+			name, strings.TrimSpace(name), giveAgent)
 	}
 	for _, r := range name {
 		if unicode.IsControl(r) {

@@ -24,6 +24,30 @@ import (
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
+// The workspace that demo --keep leaves is one the SQLite bd releases
+// open, as it says (bd lists the issues the demo's agents hold), and bd
+// v1.3 does not.
+func TestDemoWorkspaceWithBd(t *testing.T) {
+	r := run(t, t.TempDir(), []string{"TMPDIR=" + t.TempDir()}, "demo", "--agents", "2", "--issues", "20", "--keep")
+	r.Assert(t, icmd.Success)
+	dir := keptDemo(t, r.Stdout())
+	var held int
+	assert.NilError(t, claimtest.Open(t, claimtest.DBPath(dir)).QueryRow("SELECT count(*) FROM issues WHERE status = 'in_progress'").Scan(&held))
+	assert.Assert(t, held > 0)
+	for _, version := range bdVersions {
+		bd := bdWorkspace(t, version) // bd with its environment, run in the demo's workspace
+		bd.Dir = dir
+		var list []bdIssue
+		bd.json(&list, "list", "--status", "in_progress", "--limit", "0")
+		assert.Equal(t, len(list), held, version)
+	}
+	bd := claimtest.EmbeddedWorkspace(t, "dm")
+	bd.Dir = dir
+	r = bd.Bd("list")
+	assert.Assert(t, r.ExitCode != 0, "bd v1.3 opened a SQLite workspace: %s", r.Combined())
+	assert.Assert(t, is.Contains(r.Combined(), "historical SQLite workspace detected"))
+}
+
 func TestBdEnvironment(t *testing.T) {
 	for _, version := range bdVersions {
 		t.Run(version, func(t *testing.T) {

@@ -311,7 +311,7 @@ func doClaim(ctx context.Context, s *claim.Store, o *options, out output, log *s
 		if res.TookOver != nil {
 			attrs = append(attrs, "took_over_from", res.TookOver.Agent, "took_over_claim_id", res.TookOver.ClaimID)
 		}
-		log.Info("issue_claim_success", append(attrs, o.elapsed())...)
+		log.Info(done("issue_claim", req.DryRun), append(attrs, o.elapsed())...)
 		out.claimed(req, res, explain)
 		return ExitClaimed
 	}
@@ -353,8 +353,10 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	o := &options{start: time.Now()}
 	fs := newFlags(c, o)
 	err := fs.Parse(args)
-	if err != nil {
-		err = claim.Errorf(claim.EInvalid, "%v (see bd-claim %s --help)", err, c.name)
+	if word := commandWord(c, args); word != nil {
+		err = word
+	} else if err != nil {
+		err = parseError(helpRef(c), fs, err)
 	}
 	if o.help && err == nil {
 		usage(stdout, c)
@@ -379,7 +381,7 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 		return out.fail(ExitInvalid, err)
 	}
 	o.getenv = getenv
-	o.ws, err = claim.FindWorkspace(claim.Locate{DB: o.db, DSN: o.dsn, Start: o.workspace, Getenv: getenv})
+	o.ws, err = locate(o)
 	log.Debug("workspace_discovery", "cwd", o.workspace, "workspace_root", o.ws.Root, "db_path", o.ws.DBPath, "source", o.ws.Source)
 	if err == nil {
 		o.cfg, err = claim.LoadSettings(o.ws, getenv, &o.overrides)
@@ -387,11 +389,7 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	}
 	var store *claim.Store
 	if err == nil {
-		timeout := time.Duration(o.timeoutMS) * time.Millisecond
-		if timeout == 0 {
-			timeout = -1 // do not wait at all
-		}
-		store, err = claim.Open(ctx, o.ws, claim.Options{BusyTimeout: timeout, Policy: &o.cfg.Policy})
+		store, err = openStore(ctx, o)
 	}
 	if err != nil {
 		log.Error(c.event+"_error", "agent", o.req.Agent, errAttr(err), o.elapsed())
@@ -405,6 +403,21 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	// only grows, and every new process re-reads it.
 	defer store.Close()
 	return c.do(ctx, store, o, out, log)
+}
+
+// locate finds the command's workspace as bd finds it (FindWorkspace).
+func locate(o *options) (claim.Workspace, error) {
+	return claim.FindWorkspace(claim.Locate{DB: o.db, DSN: o.dsn, Start: o.workspace, Getenv: o.getenv})
+}
+
+// openStore opens the workspace found (o.ws) with the command's busy
+// timeout and failure policy.
+func openStore(ctx context.Context, o *options) (*claim.Store, error) {
+	timeout := time.Duration(o.timeoutMS) * time.Millisecond
+	if timeout == 0 {
+		timeout = -1 // do not wait at all
+	}
+	return claim.Open(ctx, o.ws, claim.Options{BusyTimeout: timeout, Policy: &o.cfg.Policy})
 }
 
 // dirLabel is the label that bd ready scopes its list to in the command's
@@ -425,7 +438,7 @@ func dirLabel(cfg claim.Settings, workspace string) string {
 func (o *options) validate(c *command) error {
 	fs := o.fs
 	if fs.NArg() > 0 {
-		return claim.Errorf(claim.EInvalid, "unexpected argument %q (see bd-claim --help)", fs.Arg(0))
+		return strayArgument(c, fs.Arg(0))
 	}
 	if err := checkLengths(fs); err != nil {
 		return err

@@ -149,7 +149,7 @@ func TestLogs(t *testing.T) {
 	root := claimtest.Fixture(t, "0.49.6")
 	r := run(t, root, []string{"TRACE_ID=trace-123"}, "--agent", "logger", "--log-level", "debug")
 	r.Assert(t, icmd.Success)
-	decode(t, r)
+	claimed := decode(t, r)
 	var events []string
 	for _, line := range strings.Split(strings.TrimSpace(r.Stderr()), "\n") {
 		var rec map[string]any
@@ -164,6 +164,23 @@ func TestLogs(t *testing.T) {
 		}
 	}
 	assert.DeepEqual(t, events, []string{"workspace_discovery", "issue_claim_success"})
+
+	// A dry run is logged as one: it claimed, closed or reaped nothing.
+	for _, c := range []struct {
+		args  []string
+		event string
+	}{
+		{[]string{"--agent", "logger", "--dry-run"}, "issue_claim_dry_run"},
+		{[]string{"close", "--agent", "logger", "--id", claimed.Issue.ID, "--dry-run"}, "issue_close_dry_run"},
+		{[]string{"reap", "--dry-run"}, "reap_dry_run"},
+		{[]string{"reap"}, "reap_success"},
+	} {
+		r := run(t, root, nil, c.args...)
+		r.Assert(t, icmd.Success)
+		var rec struct{ Msg string }
+		assert.NilError(t, json.Unmarshal([]byte(r.Stderr()), &rec), r.Stderr())
+		assert.Equal(t, rec.Msg, c.event, "%q", c.args)
+	}
 
 	r = run(t, root, []string{"OTEL_TRACE_ID=otel-1"}, "--agent", "logger", "--label", "none")
 	assert.Assert(t, is.Contains(r.Stderr(), `"msg":"issue_claim_no_issue"`))
@@ -184,6 +201,31 @@ func TestAgentFromBDActor(t *testing.T) {
 	assert.Equal(t, decode(t, r).Agent, "from-env")
 	r = run(t, root, []string{"BD_ACTOR=from-env"}, "--agent", "from-flag", "--dry-run", "--quiet")
 	assert.Equal(t, decode(t, r).Agent, "from-flag")
+	r = run(t, root, []string{"BD_ACTOR=   "}, "--dry-run", "--quiet")
+	assert.Equal(t, r.ExitCode, 2, r.Combined())
+	assert.Equal(t, decode(t, r).Error.Message, `agent name "   " is blank: pass --agent NAME or set BD_ACTOR`)
+}
+
+// An agent name with a space around it is refused, not taken for another
+// agent: " backend-1" would be refused backend-1's issue as held by
+// backend-1 (ALREADY_CLAIMED), and "   " would get issues of its own.
+func TestAgentWithWhitespace(t *testing.T) {
+	root := claimtest.Fixture(t, "0.49.6")
+	claimed := decode(t, run(t, root, nil, "--agent", "backend-1", "--quiet"))
+	assert.Assert(t, claimed.Issue != nil)
+	sum := claimtest.FileSum(t, claimtest.DBPath(root))
+	for _, args := range [][]string{
+		{"--agent", " backend-1", "--id", claimed.Issue.ID},
+		{"release", "--agent", "backend-1 ", "--id", claimed.Issue.ID},
+		{"--agent", "   "},
+	} {
+		r := run(t, root, nil, append(args, "--quiet")...)
+		assert.Equal(t, r.ExitCode, 2, "%q: %s", args, r.Combined())
+		out := decode(t, r)
+		assert.Equal(t, out.Error.Code, claim.EInvalid)
+		assert.Assert(t, is.Contains(out.Error.Message, "pass --agent NAME or set BD_ACTOR"), "%q", args)
+	}
+	assert.Equal(t, claimtest.FileSum(t, claimtest.DBPath(root)), sum)
 }
 
 // Every bad input gets its exit status and error code, and changes nothing:
@@ -203,14 +245,24 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"no agent", 2, claim.EInvalid, "agent name is empty", fixtureWith()},
 		{"control char in agent", 2, claim.EInvalid, "control character", fixtureWith("--agent", "a\tb")},
+		{"blank agent", 2, claim.EInvalid, `agent name "   " is blank: pass --agent NAME or set BD_ACTOR`, fixtureWith("--agent", "   ")},
+		{"agent with a leading space", 2, claim.EInvalid, `agent name " backend-1" has leading or trailing whitespace`, fixtureWith("--agent", " backend-1")},
 		{"agent too long", 2, claim.EInvalid, "the limit is 64", fixtureWith("--agent", strings.Repeat("x", 65))},
 		{"unknown priority", 2, claim.EInvalid, `unknown priority "urgent"`, fixtureWith("--agent", "a", "--min-priority", "urgent")},
-		{"unknown flag", 2, claim.EInvalid, "unknown flag: --color", fixtureWith("--agent", "a", "--color")},
+		{"unknown flag", 2, claim.EInvalid, "unknown flag: --color (see bd-claim --help)", fixtureWith("--agent", "a", "--color")},
+		{"mistyped flag", 2, claim.EInvalid, "unknown flag: --lable; did you mean --label? (see bd-claim --help)", fixtureWith("--agent", "a", "--lable", "x")},
+		{"mistyped flag of a command", 2, claim.EInvalid, "unknown flag: --faild; did you mean --failed? (see bd-claim release --help)", fixtureWith("release", "--agent", "a", "--id", "x", "--faild")},
+		{"a long flag with one dash", 2, claim.EInvalid, "unknown shorthand flag: 'a' in -agent; did you mean --agent?", fixtureWith("-agent", "a")},
+		{"mistyped command", 2, claim.EInvalid, `unknown command "relase": did you mean "release"? (see bd-claim release --help)`, fixtureWith("relase", "--id", "x")},
+		{"mistyped command with its own flags", 2, claim.EInvalid, `unknown command "relase": did you mean "release"?`, fixtureWith("relase", "--agent", "a", "--id", "x", "--failed")},
+		{"unknown command", 2, claim.EInvalid, `unknown command "frobnicate": the commands are claim, close, demo, heartbeat, help, mcp, reap, release, reset, stats, version`, fixtureWith("frobnicate")},
+		{"mistyped command after the flags", 2, claim.EInvalid, `unexpected argument "stat": did you mean the command "stats"? A command comes first`, fixtureWith("--agent", "a", "stat")},
 		{"json and human", 2, claim.EInvalid, "--json and --human exclude each other", fixtureWith("--agent", "a", "--json", "--human")},
 		{"bad sort", 2, claim.EInvalid, `unknown sort "random"`, fixtureWith("--agent", "a", "--sort", "random")},
 		{"bad log level", 2, claim.EInvalid, "unknown --log-level", fixtureWith("--agent", "a", "--log-level", "trace")},
 		{"negative timeout", 2, claim.EInvalid, "--timeout-ms must be 0 or more", fixtureWith("--agent", "a", "--timeout-ms", "-1")},
-		{"stray argument", 2, claim.EInvalid, `unexpected argument "claim"`, fixtureWith("--agent", "a", "claim")},
+		{"stray argument", 2, claim.EInvalid, `unexpected argument "claim": a command comes first, before its flags (see bd-claim claim --help)`, fixtureWith("--agent", "a", "claim")},
+		{"stray argument of a command", 2, claim.EInvalid, `unexpected argument "stats" (see bd-claim release --help)`, fixtureWith("release", "--agent", "a", "--id", "x", "stats")},
 		{"empty label", 2, claim.EInvalid, "empty value", fixtureWith("--agent", "a", "--label", "")},
 		{"metadata-field without =", 2, claim.EInvalid, `invalid --metadata-field "gc.routed_to": expected key=value`, fixtureWith("--agent", "a", "--metadata-field", "gc.routed_to")},
 		{"bad metadata key", 2, claim.EInvalid, `invalid --has-metadata-key "a b"`, fixtureWith("--agent", "a", "--has-metadata-key", "a b")},
@@ -384,20 +436,43 @@ func TestBusyInQueue(t *testing.T) {
 	assert.Equal(t, decode(t, r).Issue.Assignee, "a")
 }
 
+// keptDemo is the workspace that demo --keep says it kept, after running
+// the commands it suggests there: each bd-claim command works (exit 0, or
+// 3 for the dry run that finds nothing left), and the sqlite3 command's
+// query reads the database.
+func keptDemo(t *testing.T, stdout string) string {
+	t.Helper()
+	m := regexp.MustCompile(`workspace kept: (\S+)\n.*\n    cd (\S+)\n    (bd-claim .*)\n    (bd-claim .*)\n    sqlite3 (\S+) '(.*)'\n$`).FindStringSubmatch(stdout)
+	assert.Assert(t, m != nil, stdout)
+	dir := m[1]
+	assert.Equal(t, m[2], dir)
+	for _, c := range m[3:5] {
+		r := run(t, dir, nil, strings.Fields(c)[1:]...)
+		assert.Assert(t, r.ExitCode == 0 || r.ExitCode == 3, "%s: %s", c, r.Combined())
+		assert.Assert(t, r.Stdout() != "" && r.Stderr() == "", "%s: %s", c, r.Combined())
+	}
+	rows, err := claimtest.Open(t, filepath.Join(dir, m[5])).Query(m[6])
+	assert.NilError(t, err)
+	assert.Assert(t, rows.Next())
+	assert.NilError(t, rows.Close())
+	return dir
+}
+
 func TestDemo(t *testing.T) {
 	r := run(t, t.TempDir(), []string{"TMPDIR=" + t.TempDir()}, "demo", "--agents", "4", "--issues", "80", "--keep")
 	r.Assert(t, icmd.Success)
 	assert.Assert(t, is.Contains(r.Stdout(), "verdict: PASS"))
-	m := regexp.MustCompile(`workspace kept: (\S+)`).FindStringSubmatch(r.Stdout())
-	assert.Assert(t, m != nil, r.Stdout())
-	assert.Assert(t, fileExists(filepath.Join(m[1], ".beads", "beads.db")))
+	keptDemo(t, r.Stdout())
+	assert.Assert(t, is.Contains(r.Stdout(), "a SQLite workspace with bd v0.49.6's schema (bd v0.49.6 and v0.47.1 open it; bd v1.3 does not)"))
 	tmp := t.TempDir()
 	run(t, t.TempDir(), []string{"TMPDIR=" + tmp, "XDG_RUNTIME_DIR="}, "demo", "--agents", "3", "--issues", "30").Assert(t, icmd.Expected{Out: "verdict: PASS"})
 	// The workspace is removed; the writers' queue directory (no
 	// $XDG_RUNTIME_DIR here) stays, as its lock files are never removed.
 	assert.DeepEqual(t, claimtest.Names(t, tmp), []string{fmt.Sprintf("bd-claim-%d", os.Getuid())})
 	run(t, t.TempDir(), nil, "demo", "--agents", "0").Assert(t, icmd.Expected{ExitCode: 2, Err: "INVALID_ARGUMENT"})
-	run(t, t.TempDir(), nil, "demo", "--bogus").Assert(t, icmd.Expected{ExitCode: 2, Err: "unknown flag"})
+	run(t, t.TempDir(), nil, "demo", "--bogus").Assert(t, icmd.Expected{ExitCode: 2, Err: "unknown flag: --bogus (see bd-claim demo --help)"})
+	run(t, t.TempDir(), nil, "demo", "--agnets", "3").Assert(t, icmd.Expected{ExitCode: 2, Err: "bd-claim demo: INVALID_ARGUMENT: unknown flag: --agnets; did you mean --agents?"})
+	run(t, t.TempDir(), nil, "demo", "8").Assert(t, icmd.Expected{ExitCode: 2, Err: `unexpected argument "8" (see bd-claim demo --help)`})
 	run(t, t.TempDir(), []string{"TMPDIR=/nonexistent"}, "demo").Assert(t, icmd.Expected{ExitCode: 1, Err: "bd-claim demo:"})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bdclaim/bd-claim/claim"
+	beadssql "github.com/bdclaim/bd-claim/sql"
 )
 
 // runDemo builds a workspace from the vendored schema, lets concurrent
@@ -26,14 +27,18 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	help := fs.BoolP("help", "h", false, "show this help")
 	err := fs.Parse(args)
 	switch {
-	case *help && err == nil:
+	case err != nil:
+		err = parseError("bd-claim demo --help", fs, err)
+	case *help:
 		fmt.Fprint(stdout, "Usage: bd-claim demo [--agents N] [--issues N] [--keep]\n\n"+fs.FlagUsages())
 		return ExitClaimed
-	case err == nil && (*agents < 1 || *agents > 256 || *issues < 1 || *issues > 100000):
-		err = fmt.Errorf("--agents must be 1-256 and --issues 1-100000")
+	case *agents < 1 || *agents > 256 || *issues < 1 || *issues > 100000:
+		err = claim.Errorf(claim.EInvalid, "--agents must be 1-256 and --issues 1-100000")
+	case fs.NArg() > 0:
+		err = claim.Errorf(claim.EInvalid, "unexpected argument %q (see bd-claim demo --help)", fs.Arg(0))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "bd-claim demo: %s: %v\n", claim.EInvalid, err)
+		fmt.Fprintf(stderr, "bd-claim demo: %s: %s\n", claim.EInvalid, claim.ErrorMessage(err))
 		return ExitInvalid
 	}
 	dir, err := os.MkdirTemp("", "bd-claim-demo-")
@@ -44,13 +49,34 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = demo(ctx, dir, *agents, *issues, stdout)
 	}
 	if *keep {
-		fmt.Fprintf(stdout, "workspace kept: %s (try: cd %s && bd ready, or sqlite3 .beads/beads.db)\n", dir, dir)
+		kept(stdout, dir)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "bd-claim demo: %v\n", err)
 		return ExitUnexpected
 	}
 	return ExitClaimed
+}
+
+// demoLooks are commands that look at a kept demo workspace from its
+// directory.
+var demoLooks = []string{
+	"bd-claim stats --human",
+	"bd-claim --agent me --dry-run --explain --human",
+	"sqlite3 .beads/beads.db 'SELECT id, status, assignee FROM issues'",
+}
+
+// kept says where the demo's workspace was kept and how to look at it. It
+// is a SQLite workspace of the newest vendored schema, which the SQLite
+// bd releases bd-claim is tested with open; bd v1.3 keeps its workspaces
+// in Dolt and refuses it.
+func kept(w io.Writer, dir string) {
+	bds := "v" + strings.Join(beadssql.Versions(), " and v")
+	fmt.Fprintf(w, "workspace kept: %s\n  a SQLite workspace with bd v%s's schema (bd %s open it; bd v1.3 does not). Look at it with:\n    cd %s\n",
+		dir, beadssql.SchemaVersion, bds, dir)
+	for _, c := range demoLooks {
+		fmt.Fprintf(w, "    %s\n", c)
+	}
 }
 
 func demo(ctx context.Context, dir string, agents, issues int, w io.Writer) error {

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,8 +15,10 @@ import (
 	"time"
 
 	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/icmd"
 
+	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
@@ -158,6 +161,67 @@ func TestDoltCLIWait(t *testing.T) {
 	assert.Equal(t, shown[0].Status+"/"+shown[0].Assignee, "in_progress/w")
 }
 
+// A workspace whose server is not running: the refusal (exit 4) names
+// where bd-claim looked and why there, and the command that starts the
+// server. Only the workspace's files are needed.
+func TestDoltServerNotRunning(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	assert.NilError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	assert.NilError(t, l.Close()) // a port nothing listens on
+	dir := t.TempDir()
+	assert.NilError(t, os.MkdirAll(filepath.Join(dir, ".beads"), 0o755))
+	assert.NilError(t, os.Mkdir(filepath.Join(dir, ".git"), 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, ".beads", "metadata.json"), []byte(`{"backend":"dolt","dolt_mode":"server","dolt_database":"fx"}`), 0o644))
+	assert.NilError(t, os.WriteFile(filepath.Join(dir, ".beads", "dolt-server.port"), []byte(strconv.Itoa(port)), 0o600))
+	r := run(t, dir, nil, "--agent", "a", "--quiet")
+	assert.Equal(t, r.ExitCode, 4, r.Combined())
+	out := decode(t, r)
+	assert.Equal(t, out.Error.Code, claim.EUnavailable)
+	assert.Assert(t, is.Contains(out.Error.Message, fmt.Sprintf("the Dolt server cannot be reached at 127.0.0.1:%d (the port from .beads/dolt-server.port): "+
+		"start the workspace's server with `bd dolt start`, then retry", port)))
+}
+
+// bd v1.3 starts the server of a workspace made by a plain `bd init
+// --server` itself, on a port the system picks, written to
+// .beads/dolt-server.port, which `bd dolt stop` deletes. With that server
+// stopped, a claim names where it looked and why there (bd's default
+// port, for want of the port file) and `bd dolt start`, which brings the
+// server back on another port; an MCP server started meanwhile finds it
+// there and serves.
+func TestDoltOwnedServerStopped(t *testing.T) {
+	w := claimtest.OwnedWorkspace(t, "ow")
+	portFile := filepath.Join(w.Dir, ".beads", "dolt-server.port")
+	started, err := os.ReadFile(portFile)
+	assert.NilError(t, err, "bd init --server writes the port of the server it started")
+	var created struct{ ID string }
+	w.JSON(&created, "create", "served", "-p", "1")
+	w.OK("dolt", "stop")
+	_, err = os.Stat(portFile)
+	assert.Assert(t, os.IsNotExist(err), "bd dolt stop deletes the port file: %v", err)
+
+	r := run(t, w.Dir, nil, "--agent", "a", "--quiet")
+	assert.Equal(t, r.ExitCode, 4, r.Combined())
+	out := decode(t, r)
+	assert.Equal(t, out.Error.Code, claim.EUnavailable)
+	assert.Assert(t, is.Contains(out.Error.Message, "the Dolt server cannot be reached at 127.0.0.1:3307, bd's default port, tried because "+
+		".beads/dolt-server.port is missing (bd deletes it when the server it started stops) and nothing else names a port: "+
+		"start the workspace's server with `bd dolt start`, then retry"))
+
+	s := serve(t, w.Dir, "agent-m")
+	text, isErr := s.call(t, "claim", map[string]any{})
+	assert.Assert(t, isErr && strings.Contains(text, `"code":"DB_UNAVAILABLE"`), text)
+	w.OK("dolt", "start")
+	restarted, err := os.ReadFile(portFile)
+	assert.NilError(t, err)
+	assert.Assert(t, string(restarted) != string(started), "a new port: %s", restarted)
+	assert.Equal(t, s.callOK(t, "claim", map[string]any{}).Issue.ID, created.ID)
+	assert.NilError(t, s.Close())
+	r = run(t, w.Dir, nil, "--agent", "a", "--dry-run", "--quiet")
+	assert.Equal(t, r.ExitCode, 3, "the MCP server's claim is in the restarted server: %s", r.Combined())
+}
+
 // Bad connections get their own codes and exit statuses and change nothing.
 func TestDoltCLIBadConnections(t *testing.T) {
 	srv := claimtest.NeedDolt(t)
@@ -187,13 +251,13 @@ func TestDoltCLIBadConnections(t *testing.T) {
 		code string
 		msg  string
 	}{
-		{"server down", env("BEADS_DOLT_SERVER_PORT", "1"), nil, 4, "DB_UNAVAILABLE", "cannot be reached"},
+		{"server down", env("BEADS_DOLT_SERVER_PORT", "1"), nil, 4, "DB_UNAVAILABLE", "cannot be reached at 127.0.0.1:1 (the port from BEADS_DOLT_SERVER_PORT): start the workspace's server with `bd dolt start`"},
 		{"wrong password", env("BEADS_DOLT_SERVER_USER", "reader", "BEADS_DOLT_PASSWORD", "nope"), nil, 5, "DB_ACCESS_DENIED", "refused the login"},
 		{"no such database", env("BEADS_DOLT_SERVER_DATABASE", "nosuchdb"), nil, 5, "DB_NOT_FOUND", "never creates one"},
 		{"not a Beads database", env("BEADS_DOLT_SERVER_DATABASE", "information_schema"), nil, 6, "SCHEMA_INCOMPATIBLE", "is not a Beads database"},
 		{"a database with bd's schema version but no metadata", env("BEADS_DOLT_SERVER_DATABASE", "halfbeads"), nil, 6, "SCHEMA_INCOMPATIBLE", "is not a Beads database"},
 		{"read-only user claims", env("BEADS_DOLT_SERVER_USER", "reader", "BEADS_DOLT_PASSWORD", "rpw"), nil, 5, "DB_ACCESS_DENIED", "read-only user can only --dry-run"},
-		{"a DSN", w.Env, []string{"--dsn", "root@tcp(127.0.0.1:1)/x"}, 4, "DB_UNAVAILABLE", ""},
+		{"a DSN", w.Env, []string{"--dsn", "root@tcp(127.0.0.1:1)/x"}, 4, "DB_UNAVAILABLE", "cannot be reached at 127.0.0.1:1 (the port from --dsn): is `dolt sql-server` running there"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := run(t, w.Dir, tc.env, append([]string{"--agent", "a"}, tc.args...)...)

@@ -28,6 +28,16 @@ type reset struct {
 // alone.
 func agentCheck(o *options) error { return claim.ValidateAgent(o.req.Agent) }
 
+// done is the log message of a command that did what it was asked (event
+// is its prefix): EVENT_success, or EVENT_dry_run for a dry run, which
+// changed nothing and must not count as a claim, a close or a reap.
+func done(event string, dryRun bool) string {
+	if dryRun {
+		return event + "_dry_run"
+	}
+	return event + "_success"
+}
+
 var releaseCommand = &command{
 	name:  "release",
 	event: "issue_release",
@@ -97,7 +107,7 @@ var closeCommand = &command{
 			log.Error("issue_close_error", "agent", o.req.Agent, "issue_id", o.req.ID, errAttr(err), o.elapsed())
 			return out.fail(exitCode(err), err)
 		}
-		log.Info("issue_close_success", "agent", o.req.Agent, "issue_id", o.req.ID, "claim_id", res.ClaimID, "dry_run", o.req.DryRun, "already", res.Already, o.elapsed())
+		log.Info(done("issue_close", o.req.DryRun), "agent", o.req.Agent, "issue_id", o.req.ID, "claim_id", res.ClaimID, "dry_run", o.req.DryRun, "already", res.Already, o.elapsed())
 		if !out.human {
 			out.json(envelope{Status: "ok", Agent: o.req.Agent, DryRun: o.req.DryRun, Issue: res.Issue, ClaimID: res.ClaimID, AlreadyClosed: res.Already})
 			return ExitClaimed
@@ -215,7 +225,7 @@ var reapCommand = &command{
 			log.Error("reap_error", "agent", o.req.Agent, errAttr(err), o.elapsed())
 			return out.fail(exitCode(err), err)
 		}
-		log.Info("reap_success", "agent", o.req.Agent, "dry_run", o.req.DryRun, "reaped", len(reaped), o.elapsed())
+		log.Info(done("reap", o.req.DryRun), "agent", o.req.Agent, "dry_run", o.req.DryRun, "reaped", len(reaped), o.elapsed())
 		if !out.human {
 			out.json(struct {
 				Status string          `json:"status"`

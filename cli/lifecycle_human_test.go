@@ -139,7 +139,7 @@ func TestHumanLogs(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(r.Stderr(), "\n"), "\n")
 	assert.Equal(t, len(lines), 2, r.Stderr())
 	assert.Assert(t, strings.HasPrefix(lines[0], "bd-claim: level=debug msg=workspace_discovery "), lines[0])
-	assert.Assert(t, strings.HasPrefix(lines[1], "bd-claim: level=info msg=issue_claim_success issue_id="), lines[1])
+	assert.Assert(t, strings.HasPrefix(lines[1], "bd-claim: level=info msg=issue_claim_dry_run issue_id="), lines[1])
 	assert.Assert(t, is.Contains(lines[1], ` agent=h filters="{\"only_unassigned\":false,\"include_labels\":[\"backend\"],`))
 	r = run(t, root, nil, "--agent", "h", "--id", "fx-none", "--human", "--log-level", "error")
 	assert.Equal(t, r.ExitCode, 7)

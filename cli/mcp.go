@@ -36,7 +36,9 @@ var mcpCommand = &command{
 	about: "Serve the claim lifecycle (claim, release, close, heartbeat, reset, reap, stats) as MCP tools over\n" +
 		"stdio for one agent. Claims with a lease are renewed by the server while it runs; when it\n" +
 		"exits, their leases lapse (nothing is released). stdout carries only the protocol: a server\n" +
-		"that cannot start (no workspace, a bad flag) still serves, and every tool call returns the error.\n" +
+		"that cannot start (no workspace, a bad flag, a workspace this build cannot open) still serves,\n" +
+		"and every tool call returns the error; a database that is busy or whose Dolt server is down\n" +
+		"is no such error: its calls say so until it is back.\n" +
 		"Two live servers of one agent name in one workspace are refused: give each session its own\n" +
 		"name, or pass --unique.",
 	protocolOnly: true,
@@ -352,11 +354,14 @@ func (t *mcpTool) flags(raw json.RawMessage) ([]string, error) {
 // mcpServer is the state of bd-claim mcp: its one Store and agent, the
 // settings it was started with, and the renewals of its leased claims. A
 // server that could not start has no store: failed says why, and every
-// call returns it.
+// call returns it. One whose database was busy or unreachable at startup
+// has no store yet: open opens it at the next call, until it succeeds.
 type mcpServer struct {
 	ctx      context.Context // ends when the server stops
 	eof      context.Context // ends when stdin ends: a wait in progress stops
 	store    *claim.Store
+	open     func(context.Context) (*claim.Store, error)
+	opening  sync.Mutex // held while store is looked at or opened (storeNow)
 	failed   error
 	agent    string
 	ws       claim.Workspace
@@ -375,30 +380,73 @@ type renewal struct{ stop context.CancelFunc }
 // request timeout, which a progress notification may reset.
 const progressEvery = 5 * time.Second
 
-// serveMCP serves the agent's tools on s, once no other live server of
-// this workspace serves the same agent name (see lockAgent).
+// transient says whether err may go away by itself (exit 4, retry later:
+// the database busy, its server or proxy not reachable now, a bd
+// maintenance command running).
+func transient(err error) bool { return exitCode(err) == ExitBusy }
+
+// serveMCP serves the agent's tools on s. It reaches the database first
+// (Store.Ping): a workspace that cannot be used for a reason that will not
+// go away by itself (embedded Dolt in a build without its engine, a schema
+// bd-claim does not support) is refused at startup, as a missing one is
+// (serveMCPError); one that is busy now is served, as its calls will
+// tell.
 func serveMCP(ctx context.Context, s *claim.Store, o *options, out output, log *slog.Logger) int {
-	unlock, err := lockAgent(o)
-	if err != nil {
-		log.Error("mcp_error", "agent", o.req.Agent, errAttr(err), o.elapsed())
-		return serve(ctx, nil, err, o, out.w, log)
+	if err := s.Ping(ctx); err != nil && !transient(err) {
+		return refuse(ctx, o, out.w, log, err)
 	}
-	defer unlock()
-	return serve(ctx, s, nil, o, out.w, log)
+	return serveNamed(ctx, s, nil, o, out.w, log)
+}
+
+// refuse logs why the server cannot start, and serves that (serve).
+func refuse(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger, err error) int {
+	log.Error("mcp_error", "agent", o.req.Agent, errAttr(err), o.elapsed())
+	return serve(ctx, nil, nil, err, o, stdout, log)
 }
 
 // serveMCPError serves a server that could not start (a bad flag, no
-// workspace): stdout carries the protocol still, and every tool call
-// returns err with its code, so that the person reads it in the client.
-// It exits with err's status once the client has gone.
+// workspace; run has logged it): stdout carries the protocol still, and
+// every tool call returns err with its code, so that the person reads it
+// in the client. It exits with err's status once the client has gone. A
+// database that could not be opened for a reason that may go away by
+// itself (its Dolt server or proxy down, busy) is no such error: the
+// server serves, and opens it at the first call that finds it back.
 func serveMCPError(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger, err error) int {
-	return serve(ctx, nil, err, o, stdout, log)
+	if transient(err) {
+		return serveNamed(ctx, nil, func(ctx context.Context) (*claim.Store, error) { return reopen(ctx, o) }, o, stdout, log)
+	}
+	return serve(ctx, nil, nil, err, o, stdout, log)
 }
 
-func serve(ctx context.Context, s *claim.Store, failed error, o *options, stdout io.Writer, log *slog.Logger) int {
+// reopen finds the workspace again and opens it with the settings the
+// server started with: where its database is may have changed since (bd
+// starts a workspace's Dolt server on a new port each time, in
+// .beads/dolt-server.port).
+func reopen(ctx context.Context, o *options) (*claim.Store, error) {
+	again := *o
+	var err error
+	if again.ws, err = locate(o); err != nil {
+		return nil, err
+	}
+	return openStore(ctx, &again)
+}
+
+// serveNamed serves the agent's tools on s (or the Store that open opens),
+// once no other live server of this workspace serves the same agent name
+// (see lockAgent).
+func serveNamed(ctx context.Context, s *claim.Store, open func(context.Context) (*claim.Store, error), o *options, stdout io.Writer, log *slog.Logger) int {
+	unlock, err := lockAgent(o)
+	if err != nil {
+		return refuse(ctx, o, stdout, log, err)
+	}
+	defer unlock()
+	return serve(ctx, s, open, nil, o, stdout, log)
+}
+
+func serve(ctx context.Context, s *claim.Store, open func(context.Context) (*claim.Store, error), failed error, o *options, stdout io.Writer, log *slog.Logger) int {
 	serving, stop := context.WithCancel(ctx)
 	eof, stdinEnded := context.WithCancel(serving)
-	m := &mcpServer{ctx: serving, eof: eof, store: s, failed: failed, agent: o.req.Agent, ws: o.ws, dirLabel: o.dirLabel, cfg: o.cfg,
+	m := &mcpServer{ctx: serving, eof: eof, store: s, open: open, failed: failed, agent: o.req.Agent, ws: o.ws, dirLabel: o.dirLabel, cfg: o.cfg,
 		log: slog.New(interruptedAtInfo{log.Handler()}), renewing: map[string]*renewal{}}
 	server := mcp.NewServer(&mcp.Implementation{Name: "bd-claim", Title: "bd-claim: atomic claims of Beads issues", Version: version()}, &mcp.ServerOptions{
 		Instructions: m.instructions(),
@@ -416,13 +464,14 @@ func serve(ctx context.Context, s *claim.Store, failed error, o *options, stdout
 		})
 	}
 	if failed == nil {
-		log.Info("mcp_serving", "agent", m.agent, "db_path", s.Workspace.DBPath, "lease", o.cfg.Lease.String())
+		log.Info("mcp_serving", "agent", m.agent, "db_path", m.ws.DBPath, "lease", o.cfg.Lease.String())
 	}
 	// It runs until stdin ends and every call read is answered, or ctx ends.
 	err := server.Run(serving, &connTransport{newLineConn(os.Stdin, stdout, stdinEnded, log)})
 	stop() // ends the renewals: the claims keep their leases, which lapse
 	m.wg.Wait()
-	log.Info("mcp_stopped", "agent", m.agent, "reason", fmt.Sprint(err), o.elapsed())
+	m.closeOpened()
+	log.Info("mcp_stopped", "agent", m.agent, "reason", stopReason(ctx, err), o.elapsed())
 	switch {
 	case ctx.Err() != nil:
 		return ExitInterrupted
@@ -430,6 +479,19 @@ func serve(ctx context.Context, s *claim.Store, failed error, o *options, stdout
 		return exitCode(failed)
 	}
 	return ExitClaimed
+}
+
+// stopReason says why the server stopped: a signal (ctx ended), the
+// client's end of the session (stdin ended: err is nil), or the error that
+// ended it (stdout could not be written).
+func stopReason(ctx context.Context, err error) string {
+	switch {
+	case ctx.Err() != nil:
+		return "SIGINT or SIGTERM"
+	case err == nil:
+		return "the client closed the session (stdin ended)"
+	}
+	return err.Error()
 }
 
 // instructions is what the server tells the client at initialize: how an
@@ -449,6 +511,31 @@ Take work only with these tools, never bd ready + bd update (two agents could ge
 - If you cannot finish, call release with id, claim_id and a reason (failed: true when the attempt failed).
 - On a tool error read error.code: SQLITE_BUSY or DB_UNAVAILABLE means retry; ALREADY_CLAIMED on close or release means another agent took the issue over: stop working on it; report anything else.
 - To look without taking: claim with dry_run: true (and explain: true to see why nothing is claimable).`, m.agent)
+}
+
+// storeNow is the server's Store, opened now when it could not be at
+// startup (and by one call at a time).
+func (m *mcpServer) storeNow(ctx context.Context) (*claim.Store, error) {
+	m.opening.Lock()
+	defer m.opening.Unlock()
+	if m.store == nil {
+		s, err := m.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		m.store = s
+	}
+	return m.store, nil
+}
+
+// closeOpened closes the Store the server opened itself (storeNow), once it
+// has stopped; the one it was started with is its starter's to close.
+func (m *mcpServer) closeOpened() {
+	m.opening.Lock()
+	defer m.opening.Unlock()
+	if m.open != nil && m.store != nil {
+		m.store.Close()
+	}
 }
 
 // called is what the server reads back from a successful call's envelope.
@@ -482,6 +569,7 @@ func (m *mcpServer) call(ctx context.Context, t *mcpTool, req *mcp.CallToolReque
 		err = o.validate(t.command)
 	}
 	code := ExitInvalid
+	var s *claim.Store
 	switch {
 	case m.failed != nil:
 		code = out.fail(exitCode(m.failed), m.failed)
@@ -489,6 +577,11 @@ func (m *mcpServer) call(ctx context.Context, t *mcpTool, req *mcp.CallToolReque
 		m.log.Warn(t.command.event+"_error", "agent", m.agent, errAttr(err), o.elapsed())
 		out.fail(code, err)
 	default:
+		if s, err = m.storeNow(ctx); err != nil {
+			m.log.Error(t.command.event+"_error", "agent", m.agent, errAttr(err), o.elapsed())
+			code = out.fail(exitCode(err), err)
+			break
+		}
 		o.cfg, o.dirLabel = m.cfg, m.dirLabel
 		o.overrides.Apply(&o.cfg)
 		if o.req.Wait > 0 {
@@ -497,7 +590,7 @@ func (m *mcpServer) call(ctx context.Context, t *mcpTool, req *mcp.CallToolReque
 				defer m.progress(ctx, req.Session, token, o.req.Wait)()
 			}
 		}
-		code = t.command.do(ctx, m.store, o, out, m.log)
+		code = t.command.do(ctx, s, o, out, m.log)
 	}
 	text := bytes.TrimSpace(buf.Bytes())
 	if code != ExitClaimed && code != ExitNoIssue && m.failed == nil { // a startup error names the server's flags

@@ -135,6 +135,11 @@ func TestMCPMalformedLines(t *testing.T) {
 func TestMCPStartupErrors(t *testing.T) {
 	t.Parallel()
 	root := claimtest.Fixture(t, "0.49.6")
+	// bd v1.3's default workspace, embedded Dolt, which this build (without
+	// the engine) refuses before it looks at the database's files.
+	embedded := t.TempDir()
+	assert.NilError(t, os.MkdirAll(filepath.Join(embedded, ".beads", "embeddeddolt", "em"), 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(embedded, ".beads", "metadata.json"), []byte(`{"backend":"dolt","dolt_mode":"embedded","dolt_database":"em"}`), 0o644))
 	for _, tc := range []struct {
 		name string
 		dir  string
@@ -144,7 +149,9 @@ func TestMCPStartupErrors(t *testing.T) {
 		exit int
 	}{
 		{"no workspace", t.TempDir(), []string{"--agent", "a"}, claim.EWorkspace, "no .beads", 5},
+		{"embedded Dolt in the default build", embedded, []string{"--agent", "a"}, claim.ESchema, "embedded", 6},
 		{"no agent", root, nil, claim.EInvalid, "agent name is empty", 2},
+		{"blank agent", root, []string{"--agent", " ", "--unique"}, claim.EInvalid, `agent name " " is blank`, 2},
 		{"bad flag", root, []string{"--agent", "a", "--lease", "soon"}, claim.EInvalid, `--lease: "soon" is not a duration`, 2},
 		{"unknown flag", root, []string{"--agent", "a", "--json"}, claim.EInvalid, "unknown flag: --json", 2},
 	} {
@@ -166,6 +173,60 @@ func TestMCPStartupErrors(t *testing.T) {
 			assert.Equal(t, claimtest.FileSum(t, claimtest.DBPath(root)), sum)
 		})
 	}
+}
+
+// A database that is busy when the server starts does not stop it, as a
+// reason that goes away by itself: its calls say SQLITE_BUSY (retry) while
+// another connection holds the database, and work once it is free. Each
+// try finds the workspace again.
+func TestMCPBusyAtStartup(t *testing.T) {
+	t.Parallel()
+	root := claimtest.Fixture(t, "0.49.6")
+	assert.NilError(t, os.Mkdir(filepath.Join(root, ".git"), 0o755)) // the walk for .beads stops here
+	ctx := context.Background()
+	db := claimtest.Open(t, claimtest.DBPath(root))
+	hold, err := db.Conn(ctx)
+	assert.NilError(t, err)
+	for _, stmt := range []string{"PRAGMA locking_mode = EXCLUSIVE", "BEGIN EXCLUSIVE"} { // no reader gets in
+		_, err = hold.ExecContext(ctx, stmt)
+		assert.NilError(t, err)
+	}
+	s := serve(t, root, "patient", "--timeout-ms", "100")
+	text, isErr := s.call(t, "stats", map[string]any{})
+	assert.Assert(t, isErr && strings.Contains(text, `"code":"SQLITE_BUSY"`), text)
+	beads := filepath.Join(root, ".beads")
+	assert.NilError(t, os.Rename(beads, beads+".away"))
+	text, isErr = s.call(t, "stats", map[string]any{})
+	assert.Assert(t, isErr && strings.Contains(text, `"code":"WORKSPACE_NOT_FOUND"`), text)
+	assert.NilError(t, os.Rename(beads+".away", beads))
+	_, err = hold.ExecContext(ctx, "COMMIT")
+	assert.NilError(t, err)
+	assert.NilError(t, hold.Close())
+	assert.NilError(t, db.Close()) // the exclusive lock goes with the connection
+	assert.Equal(t, s.callOK(t, "stats", map[string]any{}).Status, "ok")
+	got := s.callOK(t, "claim", map[string]any{})
+	assert.Equal(t, got.Issue.Assignee, "patient")
+	assert.NilError(t, s.Close())
+	assert.Assert(t, is.Contains(s.stderr.String(), `"msg":"mcp_serving"`))
+}
+
+// A server whose stdout cannot be written (a full disk) stops, and says
+// why: the write's error.
+func TestMCPStoppedByWriteError(t *testing.T) {
+	t.Parallel()
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full to write to: %v", err)
+	}
+	defer full.Close()
+	cmd := exec.Command(binary, "mcp", "--agent", "a")
+	cmd.Dir = claimtest.Fixture(t, "0.49.6")
+	cmd.Env = baseEnv()
+	cmd.Stdin = strings.NewReader(initialize + "\n" + initialized + "\n")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = full, &stderr
+	assert.NilError(t, cmd.Run(), stderr.String())
+	assert.Assert(t, is.Contains(stderr.String(), `"msg":"mcp_stopped","agent":"a","reason":"write /dev/stdout: no space left on device"`))
 }
 
 // The initialize reply gives the agent its instructions, and declares the

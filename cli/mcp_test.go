@@ -479,7 +479,7 @@ func TestMCPRace(t *testing.T) {
 // A wait in progress ends promptly when stdin closes (the server exits 0)
 // or on SIGTERM (130), and writes nothing.
 func TestMCPWaitInterrupted(t *testing.T) {
-	for _, how := range []string{"stdin closed", "SIGTERM"} {
+	for how, reason := range map[string]string{"stdin closed": "the client closed the session (stdin ended)", "SIGTERM": "SIGINT or SIGTERM"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			root := claimtest.Fixture(t, "0.49.6")
@@ -522,7 +522,7 @@ func TestMCPWaitInterrupted(t *testing.T) {
 			assert.Assert(t, time.Since(start) < 2*time.Second, "exited %s after %s", time.Since(start), how)
 			assert.Equal(t, s.cmd.ProcessState.ExitCode(), exit, s.stderr.String())
 			assert.Assert(t, is.Contains(s.stderr.String(), `"code":"INTERRUPTED"`))
-			assert.Assert(t, is.Contains(s.stderr.String(), `"msg":"mcp_stopped"`))
+			assert.Assert(t, is.Contains(s.stderr.String(), `"msg":"mcp_stopped","agent":"w","reason":"`+reason+`"`))
 			assert.Equal(t, claimtest.FileSum(t, db), sum, "database changed")
 			assert.DeepEqual(t, listFiles(t, root), files)
 		})

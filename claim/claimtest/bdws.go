@@ -120,19 +120,7 @@ func EmbeddedWorkspace(t testing.TB, prefix string) *BdWorkspace {
 	if _, err := os.Stat(BdDoltBin()); err != nil {
 		t.Fatalf("%v: the embedded Dolt tests need bd v1.3.0: run `make dolt`", err)
 	}
-	home := t.TempDir()
-	gitconfig := "[user]\n\tname = bd-test\n\temail = bd-test@example.invalid\n[init]\n\tdefaultBranch = main\n"
-	assert.NilError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644))
-	w := &BdWorkspace{BdRunner{t: t, bin: BdDoltBin(), actorVar: "BEADS_ACTOR", Dir: t.TempDir(), Env: []string{
-		"HOME=" + home,
-		"PATH=" + os.Getenv("PATH"), // for git
-		"TZ=UTC",
-		"BEADS_ACTOR=bd-test",
-		"BD_DISABLE_METRICS=1", "DO_NOT_TRACK=1", "DOLT_METRICS_DISABLED=1",
-		"BD_NO_PAGER=1", "NO_COLOR=1",
-		"GIT_CONFIG_NOSYSTEM=1",
-	}}}
-	icmd.RunCmd(icmd.Command("git", "init", "-q"), icmd.Dir(w.Dir), icmd.WithEnv(w.Env...)).Assert(t, icmd.Success)
+	w := &BdWorkspace{v13Repo(t, false)}
 	w.OK("init", "--prefix", prefix, "--non-interactive", "--skip-hooks", "--skip-agents", "--quiet")
 	return w
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
-	"gotest.tools/v3/icmd"
 )
 
 // Proxied is a workspace in bd v1.3.0's proxied-server mode, made by the
@@ -47,21 +46,8 @@ func ProxiedWorkspaceIdle(t testing.TB, prefix, idle string) *Proxied {
 			t.Fatalf("%v: the proxied-server tests need bd v1.3.0 and dolt 2.2.0: run `make dolt`", err)
 		}
 	}
-	home, bin := t.TempDir(), t.TempDir()
-	assert.NilError(t, os.Symlink(DoltBin(), filepath.Join(bin, "dolt")))
-	gitconfig := "[user]\n\tname = bd-test\n\temail = bd-test@example.invalid\n[init]\n\tdefaultBranch = main\n"
-	assert.NilError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644))
-	w := &Proxied{Prefix: prefix, BdRunner: BdRunner{t: t, bin: BdDoltBin(), actorVar: "BEADS_ACTOR", Dir: t.TempDir(), Env: []string{
-		"HOME=" + home,
-		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), // dolt, and git
-		"TZ=UTC",
-		"BEADS_ACTOR=bd-test",
-		"BD_DISABLE_METRICS=1", "DO_NOT_TRACK=1", "DOLT_METRICS_DISABLED=1",
-		"BD_NO_PAGER=1", "NO_COLOR=1",
-		"GIT_CONFIG_NOSYSTEM=1",
-	}}}
+	w := &Proxied{Prefix: prefix, BdRunner: v13Repo(t, true)}
 	w.Root = filepath.Join(w.Dir, ".beads", "dolt")
-	icmd.RunCmd(icmd.Command("git", "init", "-q"), icmd.Dir(w.Dir), icmd.WithEnv(w.Env...)).Assert(t, icmd.Success)
 	t.Cleanup(func() { w.Bd("dolt", "stop") })
 	w.OK("init", "--proxied-server", "--proxied-server-idle-timeout", idle, "--prefix", prefix,
 		"--non-interactive", "--skip-hooks", "--skip-agents", "--quiet")
