@@ -280,8 +280,6 @@ func doltUnder(root string) sq.Sqlizer {
 // unique across the two tables (bd routes an id to one of them).
 const doltSource = "(SELECT " + doltColumns + " FROM issues UNION ALL SELECT " + doltColumns + " FROM wisps) i"
 
-// doltColumns are the columns of doltSource.
-const doltColumns = "id, status, assignee, priority, issue_type, created_at, is_blocked, pinned, ephemeral, defer_until, metadata"
 
 // doltSourceOf is doltSource narrowed to one id in each table: the server
 // does not push a condition on the union into it, and a claim by id would
@@ -324,15 +322,24 @@ const doltDeferredChildren = `SELECT d.issue_id FROM dependencies d JOIN issues 
 // --older-than) recover it, past a grace window.
 func doltLeaseExpired(now time.Time) sq.Sqlizer {
 	return sq.Expr("(i.status = 'in_progress' AND EXISTS (SELECT 1 FROM leases l WHERE l.issue_id = i.id AND l.holder = i.assignee AND l.lease_expires_at <= ?) AND "+
-		doltClaimComment+" LIKE "+leaseLike+")", now.UTC())
+		doltAskedLease+")", now.UTC(), doltAskedPattern)
 }
 
-// doltClaimComment is the comment of the claim event of issue i's holder:
-// its latest claimed event by the assignee, bd's own (NULL) before
-// bd-claim's in the same second. IssueClaimState and IssueInProgressClaims
-// (sql/dolt/queries/issues.sql) read the same event.
-const doltClaimComment = `(SELECT e.comment FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee
-        ORDER BY e.created_at DESC, e.comment IS NULL DESC LIMIT 1)`
+// doltAskedLease is true when issue i's holder asked bd-claim for the lease
+// of its current claim: a claimed event of the holder's records it, naming
+// the claim's row_lock (Lease.claimOf), so that an earlier claim of the
+// same second does not count. IssueClaimState and IssueInProgressClaims
+// (sql/dolt/queries/issues.sql) read the same event; its ? is
+// doltAskedPattern.
+const doltAskedLease = `EXISTS (SELECT 1 FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee
+        AND e.comment LIKE CONCAT(?, i.row_lock))`
+
+// doltAskedPattern is the LIKE pattern, less the row_lock, of an asked
+// lease's comment (Lease.claimOf).
+const doltAskedPattern = leasePrefix + "%" + claimMark
+
+// doltColumns are the columns of doltSource.
+const doltColumns = "id, status, assignee, priority, issue_type, created_at, is_blocked, pinned, ephemeral, defer_until, metadata, row_lock"
 
 // doltCodes are bd-claim's codes for the kinds of a Dolt server's errors,
 // and what to do.
@@ -368,7 +375,7 @@ func (e *doltEngine) code(err error) (Code, string, bool) {
 // is the leases row of the holder. An id that is not in issues is looked
 // up in wisps, as bd's GetIssueInTx does; a wisp has no lease.
 func (t *doltTx) claimState(id string) (claimEvent, error) {
-	st, err := t.dq.IssueClaimState(t.ctx, t.conn, id)
+	st, err := t.dq.IssueClaimState(t.ctx, t.conn, doltdb.IssueClaimStateParams{Asked: doltAskedPattern, ID: id})
 	if ok, err := found(err); err != nil || ok {
 		return t.claimOf(st), err
 	}
@@ -407,8 +414,8 @@ func (t *doltTx) claimOf(st doltdb.IssueClaimStateRow) claimEvent {
 		c.Until = st.LeaseExpiresAt.Time.UTC().Format(leaseTime)
 		c.Expired = !st.LeaseExpiresAt.Time.After(t.now)
 		c.length = st.LeaseExpiresAt.Time.Sub(st.HeartbeatAt.Time)
-		c.Comment, c.event = st.ClaimComment.String, st.ClaimEvent
-		c.bdLease = parseLease(c.Comment) == nil
+		c.Comment, c.event, c.key = st.ClaimComment.String, st.ClaimEvent, st.RowLock
+		c.bdLease = !st.ClaimComment.Valid
 	}
 	return c
 }
@@ -417,7 +424,7 @@ func (t *doltTx) claimOf(st doltdb.IssueClaimStateRow) claimEvent {
 // holder then id, in the transaction's snapshot (one statement). A wisp's
 // claim has no lease; its time is that of its claimed event.
 func (t *doltTx) held() ([]claimEvent, error) {
-	raw, err := t.dq.IssueInProgressClaims(t.ctx, t.conn)
+	raw, err := t.dq.IssueInProgressClaims(t.ctx, t.conn, doltAskedPattern)
 	if err != nil {
 		return nil, err
 	}
@@ -445,14 +452,14 @@ func (t *doltTx) held() ([]claimEvent, error) {
 			continue
 		}
 		st := doltdb.IssueClaimStateRow{ID: r.ID, Status: r.Status, Assignee: r.Assignee, RowLock: r.RowLock}
+		if r.ClaimComment != nil {
+			st.ClaimComment = text(*r.ClaimComment)
+		}
 		if r.Holder != nil {
 			st.Holder = sql.NullString{String: *r.Holder, Valid: true}
 			st.LeaseExpiresAt = sql.NullTime{Time: *r.LeaseExpiresAt, Valid: true}
 			st.HeartbeatAt = sql.NullTime{Time: *r.HeartbeatAt, Valid: true}
 			st.GrantedAt = sql.NullTime{Time: *r.GrantedAt, Valid: true}
-		}
-		if r.ClaimComment != nil {
-			st.ClaimComment = text(*r.ClaimComment)
 		}
 		out[i] = t.claimOf(st)
 	}
@@ -514,7 +521,7 @@ func (t *doltTx) take(c choice, req Request) (Result, error) {
 		// A lease the agent asked for is bd-claim's protocol's, in the
 		// claimed event's comment (bd leaves it NULL): another claim takes
 		// the issue over once it ends.
-		claimed.Comment = text(res.Lease.comment())
+		claimed.Comment = text(res.Lease.claimOf(lock))
 	}
 	if err := table.InsertEvent(t.ctx, t.conn, claimed); err != nil {
 		return Result{}, err
@@ -1098,7 +1105,7 @@ func (t *doltTx) renew(id, agent string, c claimEvent, d time.Duration) (*Lease,
 		err = t.lease(id, agent, l.Until)
 	}
 	if err == nil && d > 0 && c.event != "" {
-		err = t.dq.EventCommentSet(t.ctx, t.conn, doltdb.EventCommentSetParams{Comment: text(l.comment()), ID: c.event})
+		err = t.dq.EventCommentSet(t.ctx, t.conn, doltdb.EventCommentSetParams{Comment: text(l.claimOf(c.key)), ID: c.event})
 	}
 	return l, err
 }

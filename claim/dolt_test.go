@@ -94,6 +94,12 @@ func TestDoltLifecycle(t *testing.T) {
 	}{"open", "", 0})
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events WHERE issue_id = ? AND event_type = 'unclaimed' AND comment = 'bd-claim failed: boom'", a), 1)
 	assert.Equal(t, lastCommit(), "bd: unclaim "+a)
+	// The reason is a bd comment too, in the release's Dolt commit: bd
+	// comments lists it.
+	var comments []struct{ Author, Text string }
+	w.JSON(&comments, "comments", a)
+	assert.DeepEqual(t, comments, []struct{ Author, Text string }{{"agent-1", "bd-claim: attempt 1 by agent-1 failed: boom"}})
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status"), 0, "the comment is in the Dolt commit")
 
 	// After the backoff, the second failure abandons it: bd's label add.
 	offset = 2 * time.Minute
@@ -418,4 +424,51 @@ func TestDoltQueuedClaimSpreads(t *testing.T) {
 	res, err := s.Claim(ctx, claim.Request{Agent: "a"})
 	assert.NilError(t, err)
 	assert.Equal(t, res.Issue.ID, ready[0].ID, "a claim that did not wait takes the head")
+}
+
+// Leases beside the real bd v1.3.0: bd's claims and bd-claim's claims made
+// without --lease carry bd's 5-minute lease, and neither side takes the
+// other's over when it lapses; `bd ready --claim` passes every in_progress
+// issue by; a lease bd-claim's agent asked for is taken over at its end;
+// and `bd reclaim --older-than` recovers bd-claim's plain claims as it
+// recovers bd's.
+func TestDoltLeasesBesideBd(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "lb")
+	plain := bdCreate(t, w, "plain", "-p", "0")
+	leased := bdCreate(t, w, "leased", "-p", "0")
+	bds := bdCreate(t, w, "bd's", "-p", "1")
+	rest := bdCreate(t, w, "the rest", "-p", "2")
+	ctx := context.Background()
+	past := doltStore(t, w, claim.Options{Now: func() time.Time { return time.Now().Add(-20 * time.Minute) }})
+	assert.Equal(t, mustClaim(t, past, claim.Request{Agent: "agent-p", ID: plain}).Issue.ID, plain)
+	assert.Equal(t, mustClaim(t, past, claim.Request{Agent: "agent-l", ID: leased, Lease: time.Minute}).Issue.ID, leased)
+	// Both leases ended 15 and 19 minutes ago. bd's claim takes neither.
+	var got []struct{ ID string }
+	w.As("bd-agent").JSON(&got, "ready", "--claim")
+	assert.Equal(t, len(got), 1)
+	assert.Equal(t, got[0].ID, bds, "bd ready --claim takes open issues only")
+
+	later := doltStore(t, w, claim.Options{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	took := mustClaim(t, later, claim.Request{Agent: "x"})
+	assert.Equal(t, took.Issue.ID, leased, "the asked lease is taken over")
+	assert.Equal(t, took.TookOver.Agent, "agent-l")
+	next := mustClaim(t, later, claim.Request{Agent: "y"})
+	assert.Equal(t, next.Issue.ID, rest, "bd-claim's plain claim and bd's, their leases lapsed, are passed by")
+	none, err := later.Claim(ctx, claim.Request{Agent: "z"})
+	assert.NilError(t, err)
+	assert.Assert(t, none.Issue == nil, "%+v", none.Issue)
+
+	// bd's reaper recovers bd-claim's plain claim, whose lease ended 15
+	// minutes ago; the claims made within its window stay.
+	w.As("supervisor").OK("reclaim", "--older-than", "10m")
+	conn := w.DB(t)
+	status := func(id string) (s string) {
+		assert.NilError(t, conn.QueryRow("SELECT CONCAT(status, '/', COALESCE(assignee, '')) FROM issues WHERE id = ?", id).Scan(&s))
+		return s
+	}
+	assert.Equal(t, status(plain), "open/")
+	assert.Equal(t, status(bds), "in_progress/bd-agent")
+	assert.Equal(t, status(leased), "in_progress/x")
+	again := mustClaim(t, later, claim.Request{Agent: "z"})
+	assert.Equal(t, again.Issue.ID, plain, "reclaimed by bd, claimable again")
 }

@@ -2,6 +2,7 @@ package claim
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -64,6 +65,15 @@ func (l *Lease) comment() string {
 	return fmt.Sprintf("%s%s (%s)", leasePrefix, l.Until.Format(leaseTime), l.Duration)
 }
 
+// claimOf is the lease's comment naming the claim it belongs to, where the
+// claim's event alone cannot say (Dolt: events are ordered by the second
+// only, so two claims of one issue in one second are told apart by the
+// key, the issue's row_lock): "bd-claim lease until T (D) claim KEY".
+func (l *Lease) claimOf(key int64) string { return l.comment() + claimMark + strconv.FormatInt(key, 10) }
+
+// claimMark joins a lease's comment and the key of its claim.
+const claimMark = " claim "
+
 // parseLease reads the lease of a claim event's comment; nil when it has
 // none.
 func parseLease(comment string) *Lease {
@@ -75,7 +85,8 @@ func parseLease(comment string) *Lease {
 	if err != nil {
 		return nil
 	}
-	d, _ := time.ParseDuration(strings.Trim(rest[len(leaseTime):], " ()"))
+	length, _, _ := strings.Cut(strings.TrimPrefix(rest[len(leaseTime):], " ("), ")")
+	d, _ := time.ParseDuration(length)
 	return &Lease{Until: until, Duration: d}
 }
 
@@ -101,8 +112,10 @@ type claimEvent struct {
 	bdLease bool
 	// event is the engine's key of the claim event whose comment holds an
 	// asked lease, where the claim's id is not that key (Dolt: the event's
-	// UUID; "" without one).
+	// UUID; "" without one), and key the claim's own key (Dolt: the
+	// issue's row_lock), which an asked lease's comment names.
 	event string
+	key   int64
 }
 
 // is says whether claimID names claim c: its id, or the id an earlier

@@ -3,7 +3,6 @@ package cli_test
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,22 +24,12 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		t.Skip("-short: installs the TypeScript SDK (npm ci) and runs for about 40s")
 	}
 	t.Parallel()
-	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "interop.mjs"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "mcp-ts", f))
-		assert.NilError(t, err)
-		assert.NilError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
-	}
-	npm := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-	npm.Dir = dir
-	out, err := npm.CombinedOutput()
-	assert.NilError(t, err, "npm ci: %s", out)
-
+	dir := tsClient(t)
 	root := claimtest.Fixture(t, "0.49.6")
 	node := exec.Command("node", "interop.mjs", binary, root, claimtest.Cases(t, "0.49.6")["A01"].ID)
 	node.Dir = dir
 	node.Env = append(baseEnv(), "PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"))
-	out, err = node.CombinedOutput()
+	out, err := node.CombinedOutput()
 	assert.NilError(t, err, "%s", out)
 	assert.Equal(t, strings.TrimSpace(string(out)), "ok")
 }

@@ -228,3 +228,11 @@ type oneRow struct {
 func (o oneRow) QueryRowContext(ctx context.Context, _ string, _ ...any) *sql.Row {
 	return o.DBTX.QueryRowContext(ctx, o.query)
 }
+
+// A comment's id is bd v1.3.0's: measured with the real bd, `bd comments add
+// em-qae hello` as actor t at 2026-11-28 17:43:15 UTC got this id.
+func TestCommentIDAsBd(t *testing.T) {
+	str := func(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }
+	got := rowID("comments", 0, digest(str("em-qae"), str("t"), str("hello"), str("2026-11-28 17:43:15")))
+	assert.Equal(t, got, "b394d59a-4cc0-5426-a12d-c6ae23403e63")
+}

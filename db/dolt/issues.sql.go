@@ -171,12 +171,17 @@ const issueClaimState = `-- name: IssueClaimState :one
 SELECT i.id, i.status, COALESCE(i.assignee, '') AS assignee, i.row_lock,
        l.holder, l.lease_expires_at, l.heartbeat_at, l.granted_at,
        CONCAT(COALESCE((SELECT e.id FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee
-        ORDER BY e.created_at DESC, e.comment IS NULL DESC LIMIT 1), '')) AS claim_event,
+        ORDER BY e.created_at DESC LIMIT 1), '')) AS claim_event,
        (SELECT e.comment FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee
-        ORDER BY e.created_at DESC, e.comment IS NULL DESC LIMIT 1) AS claim_comment
+        AND e.comment LIKE CONCAT(?, i.row_lock) LIMIT 1) AS claim_comment
 FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
 WHERE i.id = ?
 `
+
+type IssueClaimStateParams struct {
+	Asked interface{}
+	ID    string
+}
 
 type IssueClaimStateRow struct {
 	ID             string
@@ -193,12 +198,13 @@ type IssueClaimStateRow struct {
 
 // IssueClaimState reads what decides who holds an issue: its status and
 // assignee, the row_lock of its last ownership change (bd-claim's claim_id
-// on Dolt), its leases row, if any, and the holder's claim event: the
-// latest claimed event by the assignee (bd's own claim before bd-claim's in
-// the same second), whose comment says whether the holder asked bd-claim
-// for its lease (claim/dolt.go doltClaimEvent spells the same choice).
-func (q *Queries) IssueClaimState(ctx context.Context, db DBTX, id string) (IssueClaimStateRow, error) {
-	row := db.QueryRowContext(ctx, issueClaimState, id)
+// on Dolt), its leases row, if any, the holder's latest claimed event (for
+// a heartbeat to record an asked lease in), and the comment of the claimed
+// event that records the lease the holder asked bd-claim for, for this
+// claim: its comment names the row_lock (NULL when the holder asked for
+// none; claim/dolt.go doltAskedLease spells the same match).
+func (q *Queries) IssueClaimState(ctx context.Context, db DBTX, arg IssueClaimStateParams) (IssueClaimStateRow, error) {
+	row := db.QueryRowContext(ctx, issueClaimState, arg.Asked, arg.ID)
 	var i IssueClaimStateRow
 	err := row.Scan(
 		&i.ID,
@@ -368,7 +374,7 @@ SELECT CAST(COALESCE(JSON_ARRAYAGG(c.claim), '[]') AS JSON) AS claims FROM (
            'heartbeat_at', DATE_FORMAT(l.heartbeat_at, '%Y-%m-%dT%H:%i:%sZ'),
            'granted_at', DATE_FORMAT(l.granted_at, '%Y-%m-%dT%H:%i:%sZ'),
            'claim_comment', (SELECT e.comment FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee
-                             ORDER BY e.created_at DESC, e.comment IS NULL DESC LIMIT 1)) AS claim
+                             AND e.comment LIKE CONCAT(?, i.row_lock) LIMIT 1)) AS claim
   FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
   WHERE i.status = 'in_progress'
   UNION ALL
@@ -386,8 +392,8 @@ SELECT CAST(COALESCE(JSON_ARRAYAGG(c.claim), '[]') AS JSON) AS claims FROM (
 // string (a JSON number loses a 64-bit integer's last digits) and the
 // lease's times as RFC 3339 (they are UTC). A wisp has no lease: its
 // claimed_at is the time of its last claimed event in wisp_events.
-func (q *Queries) IssueInProgressClaims(ctx context.Context, db DBTX) (string, error) {
-	row := db.QueryRowContext(ctx, issueInProgressClaims)
+func (q *Queries) IssueInProgressClaims(ctx context.Context, db DBTX, asked interface{}) (string, error) {
+	row := db.QueryRowContext(ctx, issueInProgressClaims, asked)
 	var claims string
 	err := row.Scan(&claims)
 	return claims, err

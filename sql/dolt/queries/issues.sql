@@ -19,16 +19,17 @@ SELECT CAST((SELECT count(*) FROM issues i WHERE i.assignee = sqlc.arg(agent) AN
 -- name: IssueClaimState :one
 -- IssueClaimState reads what decides who holds an issue: its status and
 -- assignee, the row_lock of its last ownership change (bd-claim's claim_id
--- on Dolt), its leases row, if any, and the holder's claim event: the
--- latest claimed event by the assignee (bd's own claim before bd-claim's in
--- the same second), whose comment says whether the holder asked bd-claim
--- for its lease (claim/dolt.go doltClaimEvent spells the same choice).
+-- on Dolt), its leases row, if any, the holder's latest claimed event (for
+-- a heartbeat to record an asked lease in), and the comment of the claimed
+-- event that records the lease the holder asked bd-claim for, for this
+-- claim: its comment names the row_lock (NULL when the holder asked for
+-- none; claim/dolt.go doltAskedLease spells the same match).
 SELECT i.id, i.status, COALESCE(i.assignee, '') AS assignee, i.row_lock,
        l.holder, l.lease_expires_at, l.heartbeat_at, l.granted_at,
        CONCAT(COALESCE((SELECT e.id FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee
-        ORDER BY e.created_at DESC, e.comment IS NULL DESC LIMIT 1), '')) AS claim_event,
+        ORDER BY e.created_at DESC LIMIT 1), '')) AS claim_event,
        (SELECT e.comment FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee
-        ORDER BY e.created_at DESC, e.comment IS NULL DESC LIMIT 1) AS claim_comment
+        AND e.comment LIKE CONCAT(sqlc.arg(asked), i.row_lock) LIMIT 1) AS claim_comment
 FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
 WHERE i.id = sqlc.arg(id);
 
@@ -110,7 +111,7 @@ SELECT CAST(COALESCE(JSON_ARRAYAGG(c.claim), '[]') AS JSON) AS claims FROM (
            'heartbeat_at', DATE_FORMAT(l.heartbeat_at, '%Y-%m-%dT%H:%i:%sZ'),
            'granted_at', DATE_FORMAT(l.granted_at, '%Y-%m-%dT%H:%i:%sZ'),
            'claim_comment', (SELECT e.comment FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee
-                             ORDER BY e.created_at DESC, e.comment IS NULL DESC LIMIT 1)) AS claim
+                             AND e.comment LIKE CONCAT(sqlc.arg(asked), i.row_lock) LIMIT 1)) AS claim
   FROM issues i LEFT JOIN leases l ON l.issue_id = i.id
   WHERE i.status = 'in_progress'
   UNION ALL
