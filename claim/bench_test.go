@@ -4,15 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/bdclaim/bd-claim/claim"
-	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/engines"
 	"github.com/bdclaim/bd-claim/claim/sqlite"
-	doltdb "github.com/bdclaim/bd-claim/db/dolt"
 )
 
 // The benchmarks of the hot paths. Compare their ns/op:
@@ -28,18 +26,18 @@ import (
 const benchIssues = 2000
 
 // benchDemo generates a workspace for one benchmark, outside the timer.
-func benchDemo(b *testing.B) claim.Demo {
+func benchDemo(b *testing.B) sqlite.Demo {
 	b.Helper()
-	d, err := claim.CreateDemo(context.Background(), b.TempDir(), benchIssues, 1)
+	d, err := sqlite.CreateDemo(context.Background(), b.TempDir(), benchIssues, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return d
 }
 
-func benchStore(b *testing.B, d claim.Demo) *claim.Store {
+func benchStore(b *testing.B, d sqlite.Demo) *claim.Store {
 	b.Helper()
-	s, err := claim.Open(context.Background(), d.Workspace, claim.Options{})
+	s, err := engines.Open(context.Background(), claim.Workspace{DBPath: d.Path}, claim.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,7 +50,7 @@ func benchStore(b *testing.B, d claim.Demo) *claim.Store {
 // here).
 func benchRefill(b *testing.B, path, agent string) {
 	b.Helper()
-	conn := sqlite.Open(path, 5*time.Second)
+	conn := sqlite.OpenDB(path, 5*time.Second)
 	defer conn.Close()
 	for _, stmt := range []string{
 		"UPDATE issues SET status = 'open', assignee = '' WHERE status = 'in_progress' AND assignee LIKE ?",
@@ -79,7 +77,7 @@ func BenchmarkClaim(b *testing.B) {
 	for range b.N {
 		if left == 0 {
 			b.StopTimer()
-			benchRefill(b, d.Workspace.DBPath, "bench")
+			benchRefill(b, d.Path, "bench")
 			left = len(d.Ready)
 			b.StartTimer()
 		}
@@ -130,7 +128,7 @@ func BenchmarkClaimParallel(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StopTimer()
-				benchRefill(b, d.Workspace.DBPath, "bench%")
+				benchRefill(b, d.Path, "bench%")
 				b.StartTimer()
 			}
 		})
@@ -157,7 +155,7 @@ func BenchmarkOpen(b *testing.B) {
 	d := benchDemo(b)
 	b.ResetTimer()
 	for range b.N {
-		s, err := claim.Open(ctx, d.Workspace, claim.Options{})
+		s, err := engines.Open(ctx, claim.Workspace{DBPath: d.Path}, claim.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -172,7 +170,7 @@ func BenchmarkOpen(b *testing.B) {
 func BenchmarkRawClaimLoop(b *testing.B) {
 	ctx := context.Background()
 	d := benchDemo(b)
-	conn := sqlite.Open(d.Workspace.DBPath, 5*time.Second)
+	conn := sqlite.OpenDB(d.Path, 5*time.Second)
 	b.Cleanup(func() { conn.Close() })
 	if err := conn.PingContext(ctx); err != nil {
 		b.Fatal(err)
@@ -202,7 +200,7 @@ func BenchmarkClaimEventsTable(b *testing.B) {
 		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 			ctx := context.Background()
 			d := benchDemo(b)
-			conn, err := sql.Open("sqlite", "file:"+d.Workspace.DBPath) // no foreign keys: the events name issues bd deleted long ago
+			conn, err := sql.Open("sqlite", "file:"+d.Path) // no foreign keys: the events name issues bd deleted long ago
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -225,58 +223,6 @@ func BenchmarkClaimEventsTable(b *testing.B) {
 				res, err := s.Claim(ctx, claim.Request{Agent: "bench", DryRun: true})
 				if err != nil || res.Issue == nil {
 					b.Fatal(err, res.Reason)
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkDoltWaitSignal is what a waiting claim pays per pause on a Dolt
-// workspace (1,000 issues, all held: nothing to claim), against a trivial
-// round trip and the full look the signal spares. Needs `make dolt`:
-//
-//	go test -run '^$' -bench DoltWaitSignal -benchtime 2000x ./claim
-func BenchmarkDoltWaitSignal(b *testing.B) {
-	ctx := context.Background()
-	w := claimtest.NeedDolt(b).Workspace(b, "bsig")
-	pool := w.DB(b)
-	values := make([]string, 1000)
-	for i := range values {
-		values[i] = fmt.Sprintf("('%s-h%d', 'held', '', '', '', '', %d, 'task', 'in_progress', 'holder', %d)", w.Prefix, i, i%5, i+1)
-	}
-	for _, stmt := range []string{
-		"INSERT INTO issues (id, title, description, design, acceptance_criteria, notes, priority, issue_type, status, assignee, row_lock) VALUES " + strings.Join(values, ", "),
-		"CALL DOLT_COMMIT('-Am', 'bench issues')",
-	} {
-		if _, err := pool.ExecContext(ctx, stmt); err != nil {
-			b.Fatal(err)
-		}
-	}
-	conn, err := pool.Conn(ctx) // one connection, as the wait holds one
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	s := doltStore(b, w, claim.Options{})
-	q := doltdb.New()
-	for _, bc := range []struct {
-		name string
-		op   func() error
-	}{
-		{"select-1", func() error { var one int; return conn.QueryRowContext(ctx, "SELECT 1").Scan(&one) }},
-		{"working-set-hash", func() error { _, err := q.WorkingSetHash(ctx, conn); return err }},
-		{"dry-run-look", func() error {
-			res, err := s.Claim(ctx, claim.Request{Agent: "waiter", DryRun: true})
-			if err == nil && res.Issue != nil {
-				err = fmt.Errorf("found %s", res.Issue.ID)
-			}
-			return err
-		}},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			for range b.N {
-				if err := bc.op(); err != nil {
-					b.Fatal(err)
 				}
 			}
 		})

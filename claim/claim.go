@@ -1,10 +1,14 @@
 package claim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/bdclaim/bd-claim/claim/engine"
 )
 
 // Result is the outcome of a claim. Issue is nil when nothing was
@@ -18,13 +22,6 @@ type Result struct {
 	Reason   string
 }
 
-// Holder is an agent holding an issue under one claim.
-type Holder struct {
-	Agent      string     `json:"agent"`
-	ClaimID    int64      `json:"claim_id"`
-	LeaseUntil *time.Time `json:"lease_expires_at,omitempty"`
-}
-
 // Claim claims one issue for req.Agent, or with req.DryRun only finds it.
 // A nil Result.Issue with a nil error means no issue is available. The
 // claim is chosen and written in one write transaction of the engine, so
@@ -32,10 +29,7 @@ type Holder struct {
 // claim in that workspace) land together or not at all; on Dolt the claim
 // is reported only once its Dolt commit is in HEAD too.
 func (s *Store) Claim(ctx context.Context, req Request) (Result, error) {
-	if err := req.Validate(); err != nil {
-		return Result{}, err
-	}
-	if err := s.admit(ctx, req.Filters); err != nil {
+	if err := s.admit(ctx, &req); err != nil {
 		return Result{}, err
 	}
 	if req.Wait > 0 {
@@ -49,24 +43,37 @@ func (s *Store) Claim(ctx context.Context, req Request) (Result, error) {
 func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 	var res Result
 	if req.DryRun {
-		err := s.look(ctx, "find a ready issue", func(t *txn) error {
-			c, err := t.choose(&req, nil)
+		err := s.look(ctx, "find a ready issue", func(tx engine.Tx) error {
+			c, err := s.choose(tx, &req, nil)
 			res = c.result()
 			return err
 		})
 		return res, err
 	}
-	head, d, err := s.eng.ahead(ctx, req)
-	if err != nil {
-		return Result{}, err
+	var ahead engine.Ahead
+	if req.ID == "" {
+		var err error
+		if ahead, err = s.eng.Ahead(ctx, s.spec(req.Agent, req.Filters, s.now())); err != nil {
+			return Result{}, s.classify(err, "claim an issue")
+		}
 	}
-	err = s.writeFromDeck(ctx, "claim an issue", d, func(t *txn) error {
-		c, err := t.choose(&req, head)
+	err := s.write(ctx, "claim an issue", ahead, func(tx engine.Tx) error {
+		c, err := s.choose(tx, &req, ahead.IDs)
 		if err != nil || c.r == nil {
 			res = c.result()
 			return err
 		}
-		res, err = t.x.take(c, req)
+		if c.takeover != "" { // an expired claim ends first
+			if err := tx.EndClaim(c.r, req.Agent, c.r.Claim.Holder, c.takeover); err != nil {
+				return err
+			}
+		}
+		taken, err := tx.Take(engine.Claim{Row: c.r, Agent: req.Agent, ByID: req.ID != "", Lease: req.Lease, Held: c.held})
+		res = c.result()
+		res.ClaimID = taken.ClaimID
+		if taken.Lease != nil { // else a re-claim keeps its lease (result)
+			res.Lease = taken.Lease
+		}
 		return err
 	})
 	if err != nil {
@@ -84,9 +91,10 @@ const NoReadyIssue = "no ready issue matches these filters"
 // whether the agent holds it already or it is taken over from an expired
 // lease; or, with no issue, why not.
 type choice struct {
-	r        *row
-	held     *claimEvent // the agent holds r under this claim already (an --id re-claim)
-	tookOver *Holder     // the holder whose expired lease the claim ends
+	r        *engine.Row
+	held     *engine.State // the agent holds r under this claim already (an --id re-claim)
+	tookOver *Holder       // the holder whose expired lease the claim ends
+	takeover string        // the note of that end
 	reason   string
 }
 
@@ -97,39 +105,34 @@ func (c choice) result() Result {
 	}
 	res := Result{Issue: &c.r.Issue, TookOver: c.tookOver}
 	if c.held != nil {
-		res.ClaimID, res.Lease = c.held.ID, c.held.lease()
+		res.ClaimID, res.Lease = c.held.ID, c.held.Lease()
 	}
 	return res
 }
 
 // choose finds the issue req would claim, and reads it: the engine's next
-// claimable issue of the readySpec (the first claimable of head, the
+// claimable issue of the readiness spec (the first claimable of head, the
 // candidates read ahead, when there are any), or the issue req.ID (a
 // partial id resolved: req.ID is then the whole one) when the
 // specification admits it. An --id the specification refuses is
 // explained. It writes nothing.
-func (t *txn) choose(ptr *Request, head []string) (choice, error) {
-	req := *ptr
-	spec, err := t.x.narrow(newReadySpec(t.flavor, req.Agent, req.Filters, t.policy, t.now))
-	if err != nil {
-		return choice{}, err
-	}
-	var c claimEvent // of issue req.ID
+func (s *Store) choose(tx engine.Tx, req *Request, head []string) (choice, error) {
+	spec := s.spec(req.Agent, req.Filters, tx.Now())
+	var c engine.State // of issue req.ID
 	if req.ID != "" {
 		var err error
-		if c, err = t.state(&req.ID); err != nil {
+		if c, err = s.state(tx, &req.ID); err != nil {
 			return choice{}, err
 		}
-		ptr.ID = req.ID
 		if c.Status == "in_progress" && c.Holder == req.Agent {
-			return t.rechoose(req, c)
+			return rechoose(tx, *req, c)
 		}
 		if req.ClaimID != 0 {
 			return choice{}, notHeld(req.Agent, req.ClaimID, c)
 		}
 	}
 	if req.MaxHeld > 0 {
-		held, err := t.x.heldCount(req.Agent)
+		held, err := tx.HeldCount(req.Agent)
 		if err != nil {
 			return choice{}, err
 		}
@@ -140,44 +143,36 @@ func (t *txn) choose(ptr *Request, head []string) (choice, error) {
 			return choice{reason: why}, nil
 		}
 	}
-	var id string
-	var ok bool
+	var r *engine.Row
+	var err error
 	if req.ID == "" {
-		if id, ok, err = t.x.next(spec, req, head); err == nil && !ok {
+		if r, err = tx.Next(spec, head); err == nil && r == nil {
 			return choice{reason: NoReadyIssue}, nil
 		}
-	} else if ok, err = found(t.queryRow(spec.byID(req.ID)).Scan(&id)); err == nil && !ok {
-		return choice{}, t.refuse(spec, req, c)
+	} else if r, err = tx.Find(spec, req.ID); err == nil && r == nil {
+		return choice{}, s.refuse(tx, spec, *req, c)
 	}
-	if err != nil || !ok {
-		return choice{}, err
-	}
-	r, err := t.x.read(id)
 	if err != nil {
 		return choice{}, err
 	}
 	ch := choice{r: r}
-	if r.Status == "in_progress" { // an expired lease
-		if c.IssueID != id {
-			if c, err = t.x.claimState(id); err != nil {
-				return choice{}, err
-			}
-		}
-		ch.tookOver = &Holder{Agent: c.Holder, ClaimID: c.ID}
-		if l := c.lease(); l != nil {
+	if h := r.Claim; h != nil { // an expired lease
+		ch.tookOver = &Holder{Agent: h.Holder, ClaimID: h.ID}
+		if l := h.Lease(); l != nil {
 			ch.tookOver.LeaseUntil = &l.Until
 		}
+		ch.takeover = ended(*ch.tookOver, "taken over by "+req.Agent)
 	}
 	return ch, nil
 }
 
 // rechoose answers an --id claim of an issue the agent holds (under claim
 // c): the same claim again, unless req.ClaimID names an older one.
-func (t *txn) rechoose(req Request, c claimEvent) (choice, error) {
-	if req.ClaimID != 0 && !c.is(req.ClaimID) {
+func rechoose(tx engine.Tx, req Request, c engine.State) (choice, error) {
+	if req.ClaimID != 0 && !c.Is(req.ClaimID) {
 		return choice{}, stale(req.ID, req.Agent, req.ClaimID, c.ID)
 	}
-	r, err := t.x.read(req.ID)
+	r, err := tx.Read(req.ID)
 	return choice{r: r, held: &c}, err
 }
 
@@ -187,7 +182,7 @@ func atCapacity(agent string, held int64, max int) string {
 	if max <= 0 || held < int64(max) {
 		return ""
 	}
-	return fmt.Sprintf("agent %s already holds %s (max held %d)", agent, plural(int(held), "in_progress issue"), max)
+	return fmt.Sprintf("agent %s already holds %s (max held %d)", agent, engine.Plural(int(held), "in_progress issue"), max)
 }
 
 // stale refuses a claim id that is no longer the holder's: the same agent
@@ -201,13 +196,13 @@ func stale(id, agent string, claimID, current int64) error {
 // notHeld refuses an operation of agent (under claimID, when not 0) on an
 // issue, in state c, that it does not hold: ALREADY_CLAIMED naming another
 // holder (and its claim), else NOT_CLAIMABLE.
-func notHeld(agent string, claimID int64, c claimEvent) error {
+func notHeld(agent string, claimID int64, c engine.State) error {
 	if heldByOther(agent, c) {
 		e := Errorf(EAlready, "issue %s is %s, held by %s", c.IssueID, c.Status, c.Holder)
 		e.Holder = c.Holder
 		if c.Status == "in_progress" {
 			e.HolderClaimID = c.ID
-			if l := c.lease(); l != nil {
+			if l := c.Lease(); l != nil {
 				e.Message += fmt.Sprintf(" under claim %d, leased until %s", c.ID, l.Until.Format(time.RFC3339))
 			}
 		}
@@ -221,40 +216,263 @@ func notHeld(agent string, claimID int64, c claimEvent) error {
 
 // heldByOther is true when someone other than agent holds the issue, or
 // has it assigned while it is open.
-func heldByOther(agent string, c claimEvent) bool {
+func heldByOther(agent string, c engine.State) bool {
 	return c.Holder != "" && c.Holder != agent && (c.Status == "in_progress" || c.Status == "open")
 }
 
 // refuse says why issue req.ID, in state c, cannot be claimed: each rule
 // of spec it fails, evaluated by the database.
-func (t *txn) refuse(spec readySpec, req Request, c claimEvent) error {
+func (s *Store) refuse(tx engine.Tx, spec engine.Spec, req Request, c engine.State) error {
 	if heldByOther(req.Agent, c) {
 		return notHeld(req.Agent, 0, c)
 	}
-	verdicts := make([]any, len(spec.rules))
-	for i := range verdicts {
-		verdicts[i] = new(int)
-	}
-	if err := t.queryRow(spec.verdicts(req.ID)).Scan(verdicts...); err != nil {
+	verdicts, err := tx.Verdicts(spec, req.ID)
+	if err != nil {
 		return err
 	}
 	var why []string
-	for i, r := range spec.rules {
-		if *verdicts[i].(*int) != 0 {
+	for i, r := range spec.Rules {
+		if verdicts[i] {
 			continue
 		}
-		switch r.name {
+		switch r.Name {
 		case "status":
 			why = append(why, "its status is "+c.Status)
 		case "backoff":
-			a, err := t.attempts(req.ID)
+			a, err := tx.Failures(req.ID)
 			if err != nil {
 				return err
 			}
-			why = append(why, fmt.Sprintf("it is in backoff until %s after %s", a.RetryAt.Format(time.RFC3339), plural(a.Failures, "failed attempt")))
+			why = append(why, fmt.Sprintf("it is in backoff until %s after %s", a.RetryAt.Format(time.RFC3339), engine.Plural(a.Failures, "failed attempt")))
 		default:
-			why = append(why, r.reason)
+			why = append(why, r.Reason)
 		}
 	}
 	return Errorf(ENotClaimable, "issue %s is not claimable: %s", req.ID, strings.Join(why, "; "))
+}
+
+// ended is the note of the end of h's claim, whose lease ended (or, reaped
+// past a grace window, which had none), and what happened next: an event
+// of the claim's end says it (Tx.EndClaim).
+func ended(h Holder, next string) string {
+	if h.LeaseUntil != nil {
+		return fmt.Sprintf("lease of %s (claim %d) ended %s; %s", h.Agent, h.ClaimID, h.LeaseUntil.Format(time.RFC3339), next)
+	}
+	return fmt.Sprintf("claim %d of %s, held without a lease, ended; %s", h.ClaimID, h.Agent, next)
+}
+
+// How a waiting claim watches the database: its change signal (changes)
+// every pause, the pause doubling from waitPauseMin to waitPauseMax while
+// nothing changes; a full look when it changes, and at least every
+// waitLookEvery, since backoffs, leases and defer_until end with the clock
+// alone.
+const (
+	waitPauseMin  = 10 * time.Millisecond
+	waitPauseMax  = 500 * time.Millisecond
+	waitLookEvery = 2 * time.Second
+)
+
+// wait tries req until an issue is claimed, req.Wait passes (a nil Issue,
+// with the reason; for an --id claim, its last refusal) or ctx is
+// cancelled (INTERRUPTED). Each look is a read;
+// only a look that finds an issue takes the write lock to claim it.
+func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
+	changes, stop, err := s.eng.Watch(ctx)
+	if err != nil {
+		return Result{}, s.classify(err, "wait for an issue")
+	}
+	defer stop()
+	deadline := time.NewTimer(req.Wait)
+	defer deadline.Stop()
+	tick := time.NewTimer(time.Hour)
+	defer tick.Stop()
+	look := req
+	look.DryRun = true
+	for {
+		seen, looked := changes(), time.Now()
+		res, err := s.claimOnce(ctx, look)
+		if err == nil && res.Issue != nil && !req.DryRun {
+			res, err = s.claimOnce(ctx, req) // another agent may win it: then wait on
+		}
+		// An --id claim waits out a holder or a rule too, and reports the
+		// last refusal if the wait ends first.
+		refused := req.ID != "" && (ErrorCode(err) == EAlready || ErrorCode(err) == ENotClaimable)
+		if !refused && (err != nil || res.Issue != nil) {
+			return res, err
+		}
+		for pause := waitPauseMin; ; pause = min(2*pause, waitPauseMax) {
+			tick.Reset(pause)
+			select {
+			case <-ctx.Done():
+				return Result{}, s.classify(ctx.Err(), "claim an issue while waiting")
+			case <-deadline.C:
+				if refused {
+					return res, err
+				}
+				res.Reason = fmt.Sprintf("nothing became claimable within %s", req.Wait) + suffix(res.Reason)
+				return res, nil
+			case <-tick.C:
+			}
+			if changes() != seen || time.Since(looked) >= waitLookEvery {
+				break
+			}
+		}
+	}
+}
+
+// suffix is reason in parentheses after a space, or "" for none or for
+// NoReadyIssue, which the wait's own reason says already.
+func suffix(reason string) string {
+	if reason == NoReadyIssue {
+		return ""
+	}
+	return " (" + reason + ")"
+}
+
+// An issue id may be given short, as bd takes it (utils.ResolvePartialID):
+// without the workspace's prefix ("wq8" for "fx-wq8"), or as the start of
+// its hash ("a3f" for "fx-a3f8e9"). Every command that takes --id resolves
+// it this way when no issue has exactly that id; the result, and every
+// message after it, name the whole id.
+
+// state reads the claim state of issue *id (Tx.State), first resolving
+// *id as bd resolves a partial id when no issue has exactly that id: *id
+// is then the whole id. An id that names several issues is refused
+// (ISSUE_NOT_FOUND), listing them.
+func (s *Store) state(tx engine.Tx, id *string) (engine.State, error) {
+	c, err := tx.State(*id)
+	if ErrorCode(err) != ENotFound {
+		return c, err
+	}
+	whole, rerr := resolve(tx, *id)
+	if rerr != nil || whole == "" {
+		return c, cmp.Or(rerr, err)
+	}
+	*id = whole
+	return tx.State(whole)
+}
+
+// resolve is the issue that the partial id input names ("" for none): the
+// one whose id is the workspace's prefix and input, else the one whose hash
+// (the id after its prefix) is input or starts with it.
+func resolve(tx engine.Tx, input string) (string, error) {
+	part, ok := partialIDPart(input)
+	if !ok {
+		return "", nil
+	}
+	prefix, ids, err := tx.Lookalikes(part)
+	if err != nil {
+		return "", err
+	}
+	id, matches := resolvePartialID(input, cmp.Or(prefix, "bd"), ids)
+	if len(matches) > 1 {
+		return "", Errorf(ENotFound, "no issue %s, and %q is the start of %d issue ids: %s; give more of the id", input, input, len(matches), strings.Join(matches, ", "))
+	}
+	return id, nil
+}
+
+// resolvePartialID picks, among ids (every id containing the part of input
+// that partialIDPart chose), the one that input names in a workspace whose
+// issue prefix is prefix, as bd v1.3.0's ResolvePartialID does: an id that
+// is input, or input with the prefix added, first; else one whose hash is
+// input's; else the ones whose hash starts with it: matches lists them,
+// sorted, and id is set only when there is one.
+func resolvePartialID(input, prefix string, ids []string) (id string, matches []string) {
+	p := strings.TrimSuffix(prefix, "-") + "-"
+	normalized := input
+	if !strings.HasPrefix(input, p) && !looksPrefixed(input) {
+		normalized = p + input
+	}
+	hash := strings.TrimPrefix(normalized, p)
+	exact := ""
+	for _, candidate := range ids {
+		if candidate == input || candidate == normalized {
+			return candidate, nil
+		}
+		h := candidate
+		if rest, ok := strings.CutPrefix(candidate, p); ok {
+			h = rest
+		} else if _, rest, ok := strings.Cut(candidate, "-"); ok {
+			h = rest
+		}
+		wisp := strings.TrimPrefix(h, "wisp-") // a wisp's id is <prefix>-wisp-<hash>
+		switch {
+		case h == hash || wisp == hash:
+			exact = candidate
+		case strings.HasPrefix(h, hash) || strings.HasPrefix(wisp, hash):
+			matches = append(matches, candidate)
+		}
+	}
+	if exact != "" {
+		return exact, nil
+	}
+	slices.Sort(matches)
+	if len(matches) == 1 {
+		return matches[0], matches
+	}
+	return "", matches
+}
+
+// looksPrefixed says whether id starts with a prefix of its own, as bd's
+// looksLikePrefixedID reads one: 1 to 8 lower-case letters or digits, a
+// hyphen, then a lower-case letter or digit.
+func looksPrefixed(id string) bool {
+	i := strings.IndexByte(id, '-')
+	if i <= 0 || i > 8 || i+1 >= len(id) {
+		return false
+	}
+	lowerOrDigit := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+	for j := range i {
+		if !lowerOrDigit(id[j]) {
+			return false
+		}
+	}
+	return lowerOrDigit(id[i+1])
+}
+
+// partialIDPart is the part of input that bd searches ids for: its hash
+// (after a hyphen, the last part when that is a hash itself); ok false when
+// input cannot be a partial id (empty, or a character no id has).
+func partialIDPart(input string) (string, bool) {
+	isHash := func(s string) bool {
+		return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+			return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-' || r == '.')
+		})
+	}
+	if !isHash(input) {
+		return "", false
+	}
+	if i := strings.LastIndexByte(input, '-'); i >= 0 && i < len(input)-1 && isHash(input[i+1:]) {
+		return input[i+1:], true
+	}
+	return input, true
+}
+
+// classify is classify with the Store's engine's reading of its errors.
+func (s *Store) classify(err error, doing string) error { return classify(err, doing, s.eng.Code) }
+
+// look runs fn outside any transaction (Engine.Look): a dry run or
+// another read that needs no snapshot.
+func (s *Store) look(ctx context.Context, doing string, fn func(engine.Tx) error) error {
+	return s.classify(s.eng.Look(ctx, fn), doing)
+}
+
+// write is the one shape of every write of the claim lifecycle: the
+// Store's writers take turns on a mutex (one connection at a time keeps a
+// remembered claim order valid), then fn runs in one write transaction of
+// the engine's frame (Engine.Update), at the place ahead in its queue of
+// writers (a claim-next's; zero for the others). Once begun, the
+// transaction runs to its end even when ctx is cancelled (a signal): the
+// caller then learns of a committed claim instead of leaving it held by
+// nobody who knows.
+func (s *Store) write(ctx context.Context, doing string, ahead engine.Ahead, fn func(engine.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		if ahead.Leave != nil {
+			ahead.Leave() // a write that ends before its turn comes
+		}
+		return s.classify(err, doing)
+	}
+	s.writing.Lock()
+	defer s.writing.Unlock()
+	return s.classify(s.eng.Update(context.WithoutCancel(ctx), ahead, fn), doing)
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/engines"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 )
 
 func cases(t *testing.T, version string) map[string]claimtest.Case {
@@ -247,9 +249,9 @@ func TestStoresShareOneQueue(t *testing.T) {
 	xdg := t.TempDir()
 	t.Setenv("XDG_RUNTIME_DIR", xdg)
 	dir := t.TempDir()
-	d, err := claim.CreateDemo(context.Background(), dir, 60, 3)
+	d, err := sqlite.CreateDemo(context.Background(), dir, 60, 3)
 	assert.NilError(t, err)
-	reader, err := claim.Open(context.Background(), d.Workspace, claim.Options{})
+	reader, err := engines.Open(context.Background(), claim.Workspace{DBPath: d.Path}, claim.Options{})
 	assert.NilError(t, err)
 	_, err = reader.Claim(context.Background(), claim.Request{Agent: "reader", DryRun: true})
 	assert.NilError(t, err)
@@ -262,7 +264,7 @@ func TestStoresShareOneQueue(t *testing.T) {
 	errs := make([]error, stores)
 	done := make(chan int)
 	for i := range stores {
-		s, err := claim.Open(context.Background(), d.Workspace, claim.Options{})
+		s, err := engines.Open(context.Background(), claim.Workspace{DBPath: d.Path}, claim.Options{})
 		assert.NilError(t, err)
 		defer s.Close()
 		go func() {
@@ -285,7 +287,7 @@ func TestStoresShareOneQueue(t *testing.T) {
 	slices.Sort(all)
 	assert.DeepEqual(t, all, slices.Sorted(slices.Values(d.Ready)))
 	assert.DeepEqual(t, claimtest.Names(t, dir), []string{".beads"})
-	for _, f := range claimtest.Names(t, d.Workspace.BeadsDir) {
+	for _, f := range claimtest.Names(t, filepath.Dir(d.Path)) {
 		assert.Check(t, slices.Contains([]string{"beads.db", "beads.db-shm", "beads.db-wal"}, f), f)
 	}
 	assert.Equal(t, len(claimtest.Names(t, filepath.Join(xdg, "bd-claim"))), 1)

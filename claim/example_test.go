@@ -6,6 +6,9 @@ import (
 	"os"
 
 	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/engines"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
+	"github.com/bdclaim/bd-claim/claim/workspace"
 )
 
 // An orchestrator opens a workspace once and claims many times, with the
@@ -14,15 +17,15 @@ func ExampleStore_Claim() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "example-")
 	defer os.RemoveAll(dir)
-	if _, err := claim.CreateDemo(ctx, dir, 50, 1); err != nil {
+	if _, err := sqlite.CreateDemo(ctx, dir, 50, 1); err != nil { // a bd v0.49 SQLite workspace of 50 issues
 		panic(err)
 	}
 
-	ws, err := claim.FindWorkspace(claim.Locate{Start: dir, Getenv: os.Getenv})
+	ws, err := workspace.Find(workspace.Locate{Start: dir, Getenv: os.Getenv})
 	if err != nil {
 		panic(err)
 	}
-	store, err := claim.Open(ctx, ws, claim.Options{})
+	store, err := engines.Open(ctx, ws, claim.Options{})
 	if err != nil {
 		panic(err)
 	}
@@ -51,11 +54,11 @@ func ExampleStore_Claim_byID() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "example-")
 	defer os.RemoveAll(dir)
-	demo, err := claim.CreateDemo(ctx, dir, 20, 1)
+	demo, err := sqlite.CreateDemo(ctx, dir, 20, 1)
 	if err != nil {
 		panic(err)
 	}
-	store, err := claim.Open(ctx, demo.Workspace, claim.Options{})
+	store, err := engines.Open(ctx, claim.Workspace{DBPath: demo.Path}, claim.Options{})
 	if err != nil {
 		panic(err)
 	}

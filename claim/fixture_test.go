@@ -9,6 +9,7 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/conformance"
 )
 
 var versions = claimtest.Versions
@@ -19,7 +20,7 @@ func fixtureDir(version string) string { return claimtest.FixtureDir(version) }
 
 func openStore(t *testing.T, root string, o claim.Options) *claim.Store {
 	t.Helper()
-	return openAt(t, root, noEnv, o)
+	return conformance.OpenAt(t, root, noEnv, o)
 }
 
 func noEnv(string) string { return "" }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/conformance"
 )
 
 // clock is a test clock: the Store's Now field reads it, tests move it
@@ -50,14 +51,6 @@ func state(t *testing.T, conn *sql.DB, id string) (status, assignee string) {
 	return status, assignee
 }
 
-func mustClaim(t *testing.T, s *claim.Store, req claim.Request) claim.Result {
-	t.Helper()
-	res, err := s.Claim(context.Background(), req)
-	assert.NilError(t, err)
-	assert.Assert(t, res.Issue != nil, "nothing claimed: %s", res.Reason)
-	return res
-}
-
 // A release writes bd's footprint of `bd update --status open --assignee ""`
 // with the reason in the event's comment, for every fixture version; the
 // claim it ends is the one the claim returned.
@@ -67,7 +60,7 @@ func TestReleaseFootprint(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			s, conn, c := lifecycle(t, v, nil)
 			ctx := context.Background()
-			got := mustClaim(t, s, claim.Request{Agent: "rel"})
+			got := conformance.MustClaim(t, s, claim.Request{Agent: "rel"})
 			id := got.Issue.ID
 			assert.Assert(t, got.ClaimID > 0)
 			assert.Assert(t, got.Lease == nil)
@@ -100,7 +93,7 @@ func TestReleaseFootprint(t *testing.T) {
 			assert.Equal(t, len(comments(t, conn, id)), 0, "no reason, no bd comment")
 
 			// Claimed again and released with a reason: the reason is a bd comment too.
-			again := mustClaim(t, s, claim.Request{Agent: "rel", ID: id})
+			again := conformance.MustClaim(t, s, claim.Request{Agent: "rel", ID: id})
 			assert.Assert(t, again.ClaimID > rel.ClaimID, "a new claim, a new claim id")
 			_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "rel", ID: id, Reason: "needs a human"})
 			assert.NilError(t, err)
@@ -122,7 +115,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 	id := expectedClaims(t, "0.49.6", claim.SortPriority)[0]
 	waits := []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute}
 	for n := 1; n <= 4; n++ {
-		mustClaim(t, s, claim.Request{Agent: "w", ID: id})
+		conformance.MustClaim(t, s, claim.Request{Agent: "w", ID: id})
 		rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: "w", ID: id, Reason: "tests fail", Failed: true})
 		assert.NilError(t, err)
 		assert.Equal(t, rel.Failures, n)
@@ -134,14 +127,14 @@ func TestBackoffAndAbandon(t *testing.T) {
 		assert.Assert(t, !rel.Abandoned)
 		assert.Equal(t, *rel.RetryAt, c.now().Add(waits[n-1]))
 		// claim-next skips it while it waits; --id says until when.
-		next := mustClaim(t, s, claim.Request{Agent: "other", DryRun: true})
+		next := conformance.MustClaim(t, s, claim.Request{Agent: "other", DryRun: true})
 		assert.Assert(t, next.Issue.ID != id)
 		c.advance(waits[n-1] - time.Second)
 		_, err = s.Claim(ctx, claim.Request{Agent: "w", ID: id})
 		assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable)
 		assert.ErrorContains(t, err, "in backoff until "+rel.RetryAt.Format(time.RFC3339)+" after "+strconv.Itoa(n)+" failed attempt")
 		c.advance(time.Second)
-		next = mustClaim(t, s, claim.Request{Agent: "other", DryRun: true})
+		next = conformance.MustClaim(t, s, claim.Request{Agent: "other", DryRun: true})
 		assert.Equal(t, next.Issue.ID, id, "back at the head of the queue once its backoff ends")
 	}
 	// The fourth failure abandons it.
@@ -160,7 +153,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 	_, err := s.Claim(ctx, claim.Request{Agent: "w", ID: id})
 	assert.Equal(t, claim.ErrorCode(err), claim.ENotClaimable)
 	assert.ErrorContains(t, err, "it is abandoned")
-	next := mustClaim(t, s, claim.Request{Agent: "other", DryRun: true})
+	next := conformance.MustClaim(t, s, claim.Request{Agent: "other", DryRun: true})
 	assert.Assert(t, next.Issue.ID != id, "never handed out by claim-next")
 
 	// Reset: history cleared, label gone, claimable at once.
@@ -175,7 +168,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 	assert.Equal(t, evs[0].Type+"|"+evs[0].Comment.String, "commented|bd-claim reset: cleared 4 failed attempts")
 	assert.Equal(t, evs[1].Type+"|"+evs[1].Comment.String, "label_removed|Removed label: claim:abandoned")
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM labels WHERE issue_id = ? AND label = 'claim:abandoned'", id), 0)
-	next = mustClaim(t, s, claim.Request{Agent: "other", DryRun: true})
+	next = conformance.MustClaim(t, s, claim.Request{Agent: "other", DryRun: true})
 	assert.Equal(t, next.Issue.ID, id)
 	// A second reset has nothing to do and writes nothing.
 	snap := claimtest.Count(t, conn, "SELECT count(*) FROM events")
@@ -186,7 +179,7 @@ func TestBackoffAndAbandon(t *testing.T) {
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events"), snap)
 
 	// A failure after the reset is attempt 1 again.
-	mustClaim(t, s, claim.Request{Agent: "w", ID: id})
+	conformance.MustClaim(t, s, claim.Request{Agent: "w", ID: id})
 	rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: "w", ID: id, Failed: true})
 	assert.NilError(t, err)
 	assert.Equal(t, rel.Failures, 1)
@@ -203,16 +196,16 @@ func TestAbandonedLabelAndUnlimitedFailures(t *testing.T) {
 	ctx := context.Background()
 	ids := expectedClaims(t, "0.49.6", claim.SortPriority)
 	for range 10 {
-		mustClaim(t, s, claim.Request{Agent: "w", ID: ids[0]})
+		conformance.MustClaim(t, s, claim.Request{Agent: "w", ID: ids[0]})
 		rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: "w", ID: ids[0], Failed: true})
 		assert.NilError(t, err)
 		assert.Assert(t, !rel.Abandoned)
 	}
-	next := mustClaim(t, s, claim.Request{Agent: "w", DryRun: true})
+	next := conformance.MustClaim(t, s, claim.Request{Agent: "w", DryRun: true})
 	assert.Equal(t, next.Issue.ID, ids[0], "no backoff, no limit")
 	_, err := conn.Exec("INSERT INTO labels (issue_id, label) VALUES (?, 'parked')", ids[0])
 	assert.NilError(t, err)
-	next = mustClaim(t, s, claim.Request{Agent: "w", DryRun: true})
+	next = conformance.MustClaim(t, s, claim.Request{Agent: "w", DryRun: true})
 	assert.Equal(t, next.Issue.ID, ids[1])
 	_, err = s.Claim(ctx, claim.Request{Agent: "w", ID: ids[0]})
 	assert.ErrorContains(t, err, "it is abandoned: it has the label parked (bd-claim reset clears it)")
@@ -229,7 +222,7 @@ func TestLeaseTakeover(t *testing.T) {
 	t.Parallel()
 	s, conn, c := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
-	a := mustClaim(t, s, claim.Request{Agent: "a", Lease: 30 * time.Second})
+	a := conformance.MustClaim(t, s, claim.Request{Agent: "a", Lease: 30 * time.Second})
 	id := a.Issue.ID
 	assert.Equal(t, a.Lease.Until, c.now().Add(30*time.Second))
 	assert.Equal(t, a.Lease.Duration, 30*time.Second)
@@ -243,16 +236,16 @@ func TestLeaseTakeover(t *testing.T) {
 	assert.Equal(t, ce.Holder, "a")
 	assert.Equal(t, ce.HolderClaimID, a.ClaimID)
 	assert.ErrorContains(t, err, "leased until")
-	next := mustClaim(t, s, claim.Request{Agent: "b", DryRun: true})
+	next := conformance.MustClaim(t, s, claim.Request{Agent: "b", DryRun: true})
 	assert.Assert(t, next.Issue.ID != id, "a live lease is not taken over")
 
 	c.advance(30 * time.Second)
-	dry := mustClaim(t, s, claim.Request{Agent: "b", DryRun: true})
+	dry := conformance.MustClaim(t, s, claim.Request{Agent: "b", DryRun: true})
 	assert.Equal(t, dry.Issue.ID, id, "the expired claim is first in claim order again")
 	assert.DeepEqual(t, *dry.TookOver, claim.Holder{Agent: "a", ClaimID: a.ClaimID, LeaseUntil: &a.Lease.Until})
 	assert.Equal(t, dry.ClaimID, int64(0))
 
-	b := mustClaim(t, s, claim.Request{Agent: "b", Lease: time.Minute})
+	b := conformance.MustClaim(t, s, claim.Request{Agent: "b", Lease: time.Minute})
 	assert.Equal(t, b.Issue.ID, id)
 	assert.Equal(t, b.TookOver.Agent, "a")
 	assert.Equal(t, b.Issue.Assignee, "b")
@@ -288,17 +281,17 @@ func TestLeaseTakeover(t *testing.T) {
 func TestLeaseTakeoverMoreUrgent(t *testing.T) {
 	t.Parallel()
 	s, _, c := lifecycle(t, "0.49.6", nil)
-	a := mustClaim(t, s, claim.Request{Agent: "a", Lease: 30 * time.Second})
+	a := conformance.MustClaim(t, s, claim.Request{Agent: "a", Lease: 30 * time.Second})
 	for { // the other issues of a's priority go to c, without a lease
-		next := mustClaim(t, s, claim.Request{Agent: "c", DryRun: true})
+		next := conformance.MustClaim(t, s, claim.Request{Agent: "c", DryRun: true})
 		assert.Assert(t, next.Issue != nil)
 		if next.Issue.Priority != a.Issue.Priority {
 			break
 		}
-		mustClaim(t, s, claim.Request{Agent: "c", ID: next.Issue.ID})
+		conformance.MustClaim(t, s, claim.Request{Agent: "c", ID: next.Issue.ID})
 	}
 	c.advance(30 * time.Second)
-	b := mustClaim(t, s, claim.Request{Agent: "b"})
+	b := conformance.MustClaim(t, s, claim.Request{Agent: "b"})
 	assert.Equal(t, b.Issue.ID, a.Issue.ID)
 	assert.Equal(t, b.TookOver.Agent, "a")
 }
@@ -309,7 +302,7 @@ func TestHeartbeat(t *testing.T) {
 	t.Parallel()
 	s, conn, c := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
-	got := mustClaim(t, s, claim.Request{Agent: "h", Lease: 10 * time.Second})
+	got := conformance.MustClaim(t, s, claim.Request{Agent: "h", Lease: 10 * time.Second})
 	id := got.Issue.ID
 	events := claimtest.Count(t, conn, "SELECT count(*) FROM events")
 	var updated string
@@ -338,7 +331,7 @@ func TestHeartbeat(t *testing.T) {
 	assert.NilError(t, err)
 
 	// Without a lease, a heartbeat needs a length; a claim bd made has none to renew.
-	plain := mustClaim(t, s, claim.Request{Agent: "h"})
+	plain := conformance.MustClaim(t, s, claim.Request{Agent: "h"})
 	_, err = s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: "h", ID: plain.Issue.ID})
 	assert.Equal(t, claim.ErrorCode(err), claim.EInvalid)
 	assert.ErrorContains(t, err, "has no lease: give its length with --lease")
@@ -360,8 +353,8 @@ func TestReap(t *testing.T) {
 	s, conn, c := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
 	start := c.now()
-	short := mustClaim(t, s, claim.Request{Agent: "short", Lease: 10 * time.Second})
-	long := mustClaim(t, s, claim.Request{Agent: "long", Lease: time.Hour})
+	short := conformance.MustClaim(t, s, claim.Request{Agent: "short", Lease: 10 * time.Second})
+	long := conformance.MustClaim(t, s, claim.Request{Agent: "long", Lease: time.Hour})
 	none, err := s.Reap(ctx, claim.ReapRequest{Actor: "reaper"})
 	assert.NilError(t, err)
 	assert.Equal(t, len(none), 0)
@@ -383,7 +376,7 @@ func TestReap(t *testing.T) {
 	assert.Equal(t, e[0].Actor, "reaper")
 	assert.Assert(t, strings.HasSuffix(e[0].Comment.String, "; reaped by reaper"), e[0].Comment.String)
 	// Reaping is not a failed attempt: the issue is claimable at once.
-	next := mustClaim(t, s, claim.Request{Agent: "again", DryRun: true})
+	next := conformance.MustClaim(t, s, claim.Request{Agent: "again", DryRun: true})
 	assert.Equal(t, next.Issue.ID, short.Issue.ID)
 	_, err = s.Reap(ctx, claim.ReapRequest{Actor: ""})
 	assert.Equal(t, claim.ErrorCode(err), claim.EInvalid)
@@ -457,7 +450,7 @@ func TestExplain(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, all.Claimable, len(expectedClaims(t, "0.49.6", claim.SortPriority)), "what a drain claims")
 
-	mustClaim(t, s, claim.Request{Agent: "why"})
+	conformance.MustClaim(t, s, claim.Request{Agent: "why"})
 	capped, err := s.Explain(ctx, claim.Request{Agent: "why", MaxHeld: 1})
 	assert.NilError(t, err)
 	assert.Equal(t, capped.Held, 1)

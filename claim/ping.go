@@ -1,6 +1,10 @@
 package claim
 
-import "context"
+import (
+	"context"
+
+	"github.com/bdclaim/bd-claim/claim/engine"
+)
 
 // Ping reaches the database as an operation does, and runs the checks of
 // Open that the engine leaves to its first operation (embedded Dolt opens
@@ -8,5 +12,5 @@ import "context"
 // now, nil when the database is there and usable. A long-lived user (the
 // MCP server) calls it before it serves.
 func (s *Store) Ping(ctx context.Context) error {
-	return s.look(ctx, "open "+s.Workspace.DBPath, func(*txn) error { return nil })
+	return s.look(ctx, "open "+s.Workspace.DBPath, func(engine.Tx) error { return nil })
 }

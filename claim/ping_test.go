@@ -11,6 +11,8 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/engines"
+	"github.com/bdclaim/bd-claim/claim/workspace"
 )
 
 // Ping runs the checks that Open leaves to the first operation: an
@@ -20,20 +22,20 @@ import (
 func TestPing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := tree(t, map[string]string{"ws/.git/": "", "ws/.beads/embeddeddolt/em/": "",
+	dir := claimtest.Tree(t, map[string]string{"ws/.git/": "", "ws/.beads/embeddeddolt/em/": "",
 		"ws/.beads/metadata.json": `{"backend":"dolt","dolt_mode":"embedded","dolt_database":"em"}`})
-	ws, err := find(t, dir, claim.Locate{Start: filepath.Join(dir, "ws")})
+	ws, err := workspace.Find(workspace.Locate{Start: filepath.Join(dir, "ws"), Getenv: claimtest.Env()})
 	assert.NilError(t, err)
-	s, err := claim.Open(ctx, ws, claim.Options{})
+	s, err := engines.Open(ctx, ws, claim.Options{})
 	assert.NilError(t, err)
 	defer s.Close()
 	err = s.Ping(ctx)
 	assert.Equal(t, claim.ErrorCode(err), claim.ESchema, "%v", err)
 	assert.ErrorContains(t, err, "could not open "+ws.DBPath+": ")
 
-	ws, err = claim.FindWorkspace(claim.Locate{Start: claimtest.Fixture(t, "0.49.6"), Getenv: env()})
+	ws, err = workspace.Find(workspace.Locate{Start: claimtest.Fixture(t, "0.49.6"), Getenv: claimtest.Env()})
 	assert.NilError(t, err)
-	s, err = claim.Open(ctx, ws, claim.Options{})
+	s, err = engines.Open(ctx, ws, claim.Options{})
 	assert.NilError(t, err)
 	defer s.Close()
 	assert.NilError(t, s.Ping(ctx))

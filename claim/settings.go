@@ -267,21 +267,6 @@ func parseDuration(v string, max, min time.Duration, dst *time.Duration) error {
 	return nil
 }
 
-// checkDuration is the one rule for every duration bd-claim takes (leases,
-// waits, backoffs): 0, or from min to max. text is the duration as the
-// user wrote it.
-func checkDuration(d time.Duration, text string, max, min time.Duration) error {
-	switch {
-	case d < 0:
-		return fmt.Errorf("%s is negative", text)
-	case d > max:
-		return fmt.Errorf("%s is longer than the limit of %s", text, max)
-	case d != 0 && d < min:
-		return fmt.Errorf("%s is shorter than %s", text, min)
-	}
-	return nil
-}
-
 func parseInt(v string, lo, hi int, dst *int) error {
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil || n < lo || n > hi {

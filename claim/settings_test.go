@@ -9,6 +9,7 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
 // writeConfig writes .beads/config.yaml in a new workspace directory.
@@ -26,10 +27,10 @@ func writeConfig(t *testing.T, yaml string) claim.Workspace {
 // flat claim.name keys), then BD_CLAIM_* variables, then Set (flags).
 func TestLoadSettings(t *testing.T) {
 	t.Parallel()
-	s, err := claim.LoadSettings(claim.Workspace{}, env())
+	s, err := claim.LoadSettings(claim.Workspace{}, claimtest.Env())
 	assert.NilError(t, err)
 	assert.DeepEqual(t, s, claim.DefaultSettings())
-	s, err = claim.LoadSettings(writeConfig(t, ""), env())
+	s, err = claim.LoadSettings(writeConfig(t, ""), claimtest.Env())
 	assert.NilError(t, err)
 	assert.DeepEqual(t, s, claim.DefaultSettings()) // no config.yaml is fine
 
@@ -44,14 +45,14 @@ claim:
   abandoned-label: parked
 claim.backoff-max: 2h
 `)
-	s, err = claim.LoadSettings(ws, env())
+	s, err = claim.LoadSettings(ws, claimtest.Env())
 	assert.NilError(t, err)
 	assert.DeepEqual(t, s, claim.Settings{
 		Policy:  claim.Policy{BackoffInitial: 30 * time.Second, BackoffMultiplier: 1.5, BackoffMax: 2 * time.Hour, MaxFailures: 7, AbandonedLabel: "parked"},
 		Lease:   10 * time.Minute,
 		MaxHeld: 3,
 	})
-	s, err = claim.LoadSettings(ws, env("BD_CLAIM_LEASE", "0", "BD_CLAIM_MAX_HELD", "4", "BD_CLAIM_ABANDONED_LABEL", "dead"))
+	s, err = claim.LoadSettings(ws, claimtest.Env("BD_CLAIM_LEASE", "0", "BD_CLAIM_MAX_HELD", "4", "BD_CLAIM_ABANDONED_LABEL", "dead"))
 	assert.NilError(t, err)
 	assert.Equal(t, s.Lease, time.Duration(0), "the environment beats the file")
 	assert.Equal(t, s.MaxHeld, 4)
@@ -61,7 +62,7 @@ claim.backoff-max: 2h
 	assert.NilError(t, s.Check())
 
 	nulls := writeConfig(t, "claim:\n  lease:\n")
-	s, err = claim.LoadSettings(nulls, env())
+	s, err = claim.LoadSettings(nulls, claimtest.Env())
 	assert.NilError(t, err)
 	assert.Equal(t, s.Lease, time.Duration(0), "an empty key keeps the default")
 }
@@ -118,13 +119,13 @@ func TestSettingsErrors(t *testing.T) {
 		{env: "BD_CLAIM_ABANDONED_LABEL", val: "a,b", msg: "is not a label"},
 		{env: "BD_CLAIM_ABANDONED_LABEL", val: " ", msg: "is not a label"},
 	} {
-		_, err := claim.LoadSettings(writeConfig(t, tc.yaml), env(tc.env, tc.val))
+		_, err := claim.LoadSettings(writeConfig(t, tc.yaml), claimtest.Env(tc.env, tc.val))
 		assert.Equal(t, claim.ErrorCode(err), claim.EInvalid, "%+v: %v", tc, err)
 		assert.ErrorContains(t, err, tc.msg)
 	}
 	ws := writeConfig(t, "")
 	assert.NilError(t, os.Mkdir(filepath.Join(ws.BeadsDir, "config.yaml"), 0o755))
-	_, err := claim.LoadSettings(ws, env())
+	_, err := claim.LoadSettings(ws, claimtest.Env())
 	assert.Equal(t, claim.ErrorCode(err), claim.EWorkspace, "an unreadable config.yaml: %v", err)
 
 	s := claim.DefaultSettings()

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	sq "github.com/Masterminds/squirrel"
+	"github.com/bdclaim/bd-claim/claim/engine"
 )
 
 // Stats is the state of a workspace's claims, read in one transaction.
@@ -73,15 +73,6 @@ type Abandoned struct {
 	Labelled bool   `json:"labelled"` // carries the abandoned label
 }
 
-// EventCounts are the lifecycle events of a period.
-type EventCounts struct {
-	Claims   int `json:"claims"`   // claim events (bd's own claims included)
-	Releases int `json:"releases"` // bd-claim release
-	Failures int `json:"failures"` // bd-claim release --failed
-	Reclaims int `json:"reclaims"` // expired leases taken over or reaped
-	Closes   int `json:"closes"`   // closed events (bd's own closes included)
-}
-
 // PolicyJSON is the failure policy the figures were computed with.
 type PolicyJSON struct {
 	BackoffInitial    string  `json:"backoff_initial"`
@@ -99,53 +90,41 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		ExpiredLeases: []Expired{}, Backoff: []Backoff{}, Abandoned: []Abandoned{},
 		Policy: PolicyJSON{p.BackoffInitial.String(), p.BackoffMultiplier, p.BackoffMax.String(), p.MaxFailures, p.AbandonedLabel},
 	}
-	err := s.eng.snapshot(ctx, func(t *txn) error { // a read: one snapshot for every figure, no write lock
-		st.At = t.now.UTC()
-		return t.stats(&st)
+	err := s.eng.Snapshot(ctx, func(tx engine.Tx) error { // a read: one snapshot for every figure, no write lock
+		st.At = tx.Now().UTC()
+		return s.stats(tx, &st)
 	})
 	return st, s.classify(err, "read the stats")
 }
 
-func (t *txn) stats(st *Stats) error {
-	byPriority := make([]int, PriorityBacklog+1) // bd's CHECK keeps priority in 0..4
-	spec := newReadySpec(t.flavor, "", Filters{OnlyUnassigned: true}, t.policy, t.now)
-	b := sq.Select("count(*)").Column(sq.Expr("COALESCE(sum(NOT ?), 0)", t.flavor.notBlocked.pred)).From(spec.from).Where("i.status = 'open'")
-	if err := t.queryRow(b).Scan(&st.Open, &st.Blocked); err != nil {
+func (s *Store) stats(tx engine.Tx, st *Stats) error {
+	now := tx.Now()
+	f, err := tx.Figures(s.spec("", Filters{OnlyUnassigned: true}, now), now.Add(-time.Hour))
+	if err != nil {
 		return err
 	}
-	b = sq.Select("COALESCE(sum(i.status = 'in_progress'), 0)").From(spec.from).Where(spec.where())
-	dest := []any{&st.ReadyTakeovers}
-	for p := range byPriority {
-		b = b.Column(sq.Expr("COALESCE(sum(i.priority = ?), 0)", p))
-		dest = append(dest, &byPriority[p])
-	}
-	if err := t.queryRow(b).Scan(dest...); err != nil {
-		return err
-	}
-	if err := t.queryRow(spec.bdReady()).Scan(&st.BdReady); err != nil {
-		return err
-	}
-	for p, n := range byPriority {
+	st.Open, st.Blocked, st.ReadyTakeovers, st.BdReady, st.LastHour = f.Open, f.Blocked, f.Takeovers, f.BdReady, f.Events
+	for p, n := range f.ReadyByPriority {
 		st.ReadyByPriority[fmt.Sprintf("P%d", p)] = n
 		st.Ready += n
 	}
-	held, err := t.x.held()
+	held, err := tx.Held()
 	if err != nil {
 		return err
 	}
 	for _, c := range held {
-		hi := HeldIssue{ID: c.IssueID, ClaimID: c.ID, ClaimedAt: t.claimedAt(c)}
+		hi := HeldIssue{ID: c.IssueID, ClaimID: c.ID, ClaimedAt: s.claimedAt(c)}
 		if hi.ClaimedAt != nil {
-			hi.AgeSeconds = max(0, int64(t.now.Sub(*hi.ClaimedAt)/time.Second))
+			hi.AgeSeconds = max(0, int64(now.Sub(*hi.ClaimedAt)/time.Second))
 		}
-		if l := c.lease(); l != nil {
+		if l := c.Lease(); l != nil {
 			hi.LeaseUntil, hi.Expired, hi.LeaseKind = &l.Until, c.Expired, LeaseAsked
-			if c.bdLease {
+			if c.BdLease {
 				hi.LeaseKind = LeaseBd
 			}
 		}
-		if c.takeable() {
-			st.ExpiredLeases = append(st.ExpiredLeases, t.expired(c))
+		if c.Takeable() {
+			st.ExpiredLeases = append(st.ExpiredLeases, s.expired(c))
 		}
 		if n := len(st.InProgress); n == 0 || st.InProgress[n-1].Agent != c.Holder {
 			st.InProgress = append(st.InProgress, AgentClaims{Agent: c.Holder})
@@ -153,19 +132,13 @@ func (t *txn) stats(st *Stats) error {
 		last := &st.InProgress[len(st.InProgress)-1]
 		last.Issues = append(last.Issues, hi)
 	}
-	b = t.policy.attempts(t.flavor.history, sq.Expr("i.status = 'open'"), t.now).Where("n > 0 OR labelled").OrderBy("id")
-	var r attemptsRow
-	err = t.each(b, r.dest(), func() {
-		switch a := r.done(t.flavor); {
+	for _, a := range f.Failing {
+		switch {
 		case a.Labelled || a.Exhausted:
-			st.Abandoned = append(st.Abandoned, Abandoned{ID: r.ID, Failures: a.Failures, Labelled: a.Labelled})
+			st.Abandoned = append(st.Abandoned, Abandoned{ID: a.ID, Failures: a.Failures, Labelled: a.Labelled})
 		case a.InBackoff:
-			st.Backoff = append(st.Backoff, Backoff{ID: r.ID, Failures: a.Failures, RetryAt: a.RetryAt})
+			st.Backoff = append(st.Backoff, Backoff{ID: a.ID, Failures: a.Failures, RetryAt: a.RetryAt})
 		}
-	})
-	if err != nil {
-		return err
 	}
-	st.LastHour, err = t.x.eventCounts(t.now.Add(-time.Hour))
-	return err
+	return nil
 }

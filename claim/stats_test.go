@@ -9,6 +9,7 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/conformance"
 )
 
 // stats reports what the lifecycle did: held issues per agent with their
@@ -30,18 +31,18 @@ func TestStats(t *testing.T) {
 
 	t0 := c.now()
 	// xcy fails twice: abandoned (max-failures 2).
-	dead := mustClaim(t, s, claim.Request{Agent: "xcy"})
+	dead := conformance.MustClaim(t, s, claim.Request{Agent: "xcy"})
 	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "xcy", ID: dead.Issue.ID, Failed: true})
 	assert.NilError(t, err)
 	c.advance(time.Minute) // its backoff
-	mustClaim(t, s, claim.Request{Agent: "xcy", ID: dead.Issue.ID})
+	conformance.MustClaim(t, s, claim.Request{Agent: "xcy", ID: dead.Issue.ID})
 	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "xcy", ID: dead.Issue.ID, Failed: true})
 	assert.NilError(t, err)
 	// At t0+1m: xan holds one issue for 30s, xbo one for an hour, and
 	// fails another (in backoff until t0+2m).
-	a := mustClaim(t, s, claim.Request{Agent: "xan", Lease: 30 * time.Second})
-	b := mustClaim(t, s, claim.Request{Agent: "xbo", Lease: time.Hour})
-	fail := mustClaim(t, s, claim.Request{Agent: "xbo"})
+	a := conformance.MustClaim(t, s, claim.Request{Agent: "xan", Lease: 30 * time.Second})
+	b := conformance.MustClaim(t, s, claim.Request{Agent: "xbo", Lease: time.Hour})
+	fail := conformance.MustClaim(t, s, claim.Request{Agent: "xbo"})
 	_, err = s.Release(ctx, claim.ReleaseRequest{Agent: "xbo", ID: fail.Issue.ID, Failed: true})
 	assert.NilError(t, err)
 	c.advance(40 * time.Second)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/conformance"
 )
 
 // A waiting claim gives up after its wait with a reason, keeping the
@@ -25,7 +26,7 @@ func TestWaitTimesOut(t *testing.T) {
 	assert.Equal(t, res.Reason, "nothing became claimable within 150ms")
 	assert.Assert(t, time.Since(start) >= 150*time.Millisecond)
 
-	mustClaim(t, s, claim.Request{Agent: "w"})
+	conformance.MustClaim(t, s, claim.Request{Agent: "w"})
 	res, err = s.Claim(ctx, claim.Request{Agent: "w", MaxHeld: 1, Wait: 50 * time.Millisecond})
 	assert.NilError(t, err)
 	assert.Equal(t, res.Reason, "nothing became claimable within 50ms (agent w already holds 1 in_progress issue (max held 1))")
@@ -42,39 +43,6 @@ func TestWaitInterrupted(t *testing.T) {
 	assert.Assert(t, errors.Is(err, context.Canceled))
 	assert.Assert(t, is.Contains(claim.ErrorMessage(err), "nothing was written"))
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM events"), events)
-}
-
-// Another connection's commit wakes a waiting claim (PRAGMA
-// data_version), which then claims what was released.
-func TestWaitWakesOnRelease(t *testing.T) {
-	for _, dry := range []bool{false, true} {
-		s, _, _ := lifecycle(t, "0.49.6", nil)
-		other := openStore(t, s.Workspace.Root, claim.Options{})
-		ctx := context.Background()
-		f := claim.Filters{IncludeLabels: []string{"frontend"}}
-		var held []string
-		for {
-			res, err := other.Claim(ctx, claim.Request{Agent: "holder", Filters: f})
-			assert.NilError(t, err)
-			if res.Issue == nil {
-				break
-			}
-			held = append(held, res.Issue.ID)
-		}
-		assert.Assert(t, len(held) > 0)
-		time.AfterFunc(200*time.Millisecond, func() {
-			_, err := other.Release(ctx, claim.ReleaseRequest{Agent: "holder", ID: held[0]})
-			assert.Check(t, err)
-		})
-		start := time.Now()
-		res, err := s.Claim(ctx, claim.Request{Agent: "waiter", Filters: f, Wait: 10 * time.Second, DryRun: dry})
-		assert.NilError(t, err)
-		assert.Equal(t, res.Issue.ID, held[0])
-		assert.Assert(t, time.Since(start) < 2*time.Second, "woken by the commit, not by the periodic look: %s", time.Since(start))
-		if !dry {
-			assert.Equal(t, res.Issue.Assignee, "waiter")
-		}
-	}
 }
 
 // Readiness that changes with the clock alone (an expired lease here) is
@@ -106,7 +74,7 @@ func TestWaitNoticesTheClock(t *testing.T) {
 func TestWaitByID(t *testing.T) {
 	s, _, _ := lifecycle(t, "0.49.6", nil)
 	ctx := context.Background()
-	held := mustClaim(t, s, claim.Request{Agent: "holder"})
+	held := conformance.MustClaim(t, s, claim.Request{Agent: "holder"})
 	id := held.Issue.ID
 	start := time.Now()
 	_, err := s.Claim(ctx, claim.Request{Agent: "waiter", ID: id, Wait: 100 * time.Millisecond})

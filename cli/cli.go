@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/engines"
+	"github.com/bdclaim/bd-claim/claim/workspace"
 )
 
 // Run runs bd-claim with args (without the program name) and returns its
@@ -407,7 +409,7 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 
 // locate finds the command's workspace as bd finds it (FindWorkspace).
 func locate(o *options) (claim.Workspace, error) {
-	return claim.FindWorkspace(claim.Locate{DB: o.db, DSN: o.dsn, Start: o.workspace, Getenv: o.getenv})
+	return workspace.Find(workspace.Locate{DB: o.db, DSN: o.dsn, Start: o.workspace, Getenv: o.getenv})
 }
 
 // openStore opens the workspace found (o.ws) with the command's busy
@@ -417,7 +419,7 @@ func openStore(ctx context.Context, o *options) (*claim.Store, error) {
 	if timeout == 0 {
 		timeout = -1 // do not wait at all
 	}
-	return claim.Open(ctx, o.ws, claim.Options{BusyTimeout: timeout, Policy: &o.cfg.Policy})
+	return engines.Open(ctx, o.ws, claim.Options{BusyTimeout: timeout, Policy: &o.cfg.Policy})
 }
 
 // dirLabel is the label that bd ready scopes its list to in the command's

@@ -25,6 +25,7 @@ import (
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 	"github.com/bdclaim/bd-claim/claim/sqlite"
+	"github.com/bdclaim/bd-claim/claim/writers"
 )
 
 // result is the JSON envelope of every bd-claim command: claim, release,
@@ -410,7 +411,7 @@ func TestBusyInQueue(t *testing.T) {
 	path := claimtest.DBPath(root)
 	xdg := t.TempDir()
 	env := []string{"XDG_RUNTIME_DIR=" + xdg}
-	q := sqlite.OpenQueue(filepath.Join(xdg, "bd-claim"), path)
+	q := writers.Open(filepath.Join(xdg, "bd-claim"), path)
 	defer q.Close()
 	leave, missed := q.Enter(0)
 	assert.Assert(t, !missed)
@@ -480,7 +481,7 @@ func TestDemo(t *testing.T) {
 // exactly once, no blocked one is touched, every exit is 0 or 3.
 func TestRacingProcesses(t *testing.T) {
 	dir := t.TempDir()
-	d, err := claim.CreateDemo(context.Background(), dir, 120, 7)
+	d, err := sqlite.CreateDemo(context.Background(), dir, 120, 7)
 	assert.NilError(t, err)
 	var mu sync.Mutex
 	owner := map[string][]string{}
@@ -523,9 +524,9 @@ func TestRacingProcesses(t *testing.T) {
 // dirty mark, or nothing.
 func TestKilledWriters(t *testing.T) {
 	dir := t.TempDir()
-	d, err := claim.CreateDemo(context.Background(), dir, 80, 11)
+	d, err := sqlite.CreateDemo(context.Background(), dir, 80, 11)
 	assert.NilError(t, err)
-	path := d.Workspace.DBPath
+	path := d.Path
 	before := claimtest.Snapshot(t, path)
 	xdg := t.TempDir()
 	env := append(baseEnv(), "XDG_RUNTIME_DIR="+xdg)
@@ -613,7 +614,7 @@ func TestKilledWriters(t *testing.T) {
 	}
 	assert.DeepEqual(t, claimtest.Strings(t, conn, "PRAGMA integrity_check"), []string{"ok"})
 
-	q := sqlite.OpenQueue(filepath.Join(xdg, "bd-claim"), path)
+	q := writers.Open(filepath.Join(xdg, "bd-claim"), path)
 	defer q.Close()
 	leave, missed := q.Enter(0)
 	assert.Assert(t, !missed, "the queue is free")

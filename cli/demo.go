@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/engines"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 	beadssql "github.com/bdclaim/bd-claim/sql"
 )
 
@@ -80,14 +83,15 @@ func kept(w io.Writer, dir string) {
 }
 
 func demo(ctx context.Context, dir string, agents, issues int, w io.Writer) error {
-	d, err := claim.CreateDemo(ctx, dir, issues, 1)
+	d, err := sqlite.CreateDemo(ctx, dir, issues, 1)
 	if err != nil {
 		return err
 	}
+	ws := claim.Workspace{Root: dir, BeadsDir: filepath.Dir(d.Path), DBPath: d.Path, Source: "demo"}
 	fmt.Fprintf(w, "workspace: %s, %d ready, %d blocked; %s racing, each working 1ms per claimed issue\n",
 		plural(issues, "issue", "issues"), len(d.Ready), len(d.Blocked), plural(agents, "agent", "agents"))
 	start := time.Now()
-	got, err := race(ctx, d.Workspace, agents)
+	got, err := race(ctx, ws, agents)
 	if err == nil {
 		err = report(w, d, got, time.Since(start))
 	}
@@ -96,7 +100,7 @@ func demo(ctx context.Context, dir string, agents, issues int, w io.Writer) erro
 
 // report prints who got what and the verdict, which is an error when the
 // drain went wrong.
-func report(w io.Writer, d claim.Demo, got [][]string, elapsed time.Duration) error {
+func report(w io.Writer, d sqlite.Demo, got [][]string, elapsed time.Duration) error {
 	total := 0
 	for a, ids := range got {
 		total += len(ids)
@@ -126,7 +130,7 @@ func race(ctx context.Context, ws claim.Workspace, agents int) (got [][]string, 
 
 // verdict lists what went wrong in a drain: a ready issue not claimed
 // exactly once, a blocked issue claimed, or a claim of anything else.
-func verdict(d claim.Demo, got [][]string) []string {
+func verdict(d sqlite.Demo, got [][]string) []string {
 	owner := map[string][]string{}
 	total := 0
 	for a, ids := range got {
@@ -154,7 +158,7 @@ func verdict(d claim.Demo, got [][]string) []string {
 
 // drain claims until nothing is left, with a connection of its own.
 func drain(ctx context.Context, ws claim.Workspace, agent string) ([]string, error) {
-	store, err := claim.Open(ctx, ws, claim.Options{})
+	store, err := engines.Open(ctx, ws, claim.Options{})
 	if err != nil {
 		return nil, err
 	}

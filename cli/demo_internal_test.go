@@ -10,16 +10,17 @@ import (
 	"gotest.tools/v3/assert"
 
 	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 )
 
 // The demo's verdict catches every way a drain can go wrong.
 func TestVerdict(t *testing.T) {
 	t.Parallel()
-	d := claim.Demo{Ready: []string{"a", "b"}, Blocked: []string{"x"}}
+	d := sqlite.Demo{Ready: []string{"a", "b"}, Blocked: []string{"x"}}
 	assert.Assert(t, len(verdict(d, [][]string{{"a"}, {"b"}})) == 0)
 	assert.DeepEqual(t, verdict(d, [][]string{{"a", "b"}, {"b"}}), []string{"b claimed 2 times [agent-1 agent-2]", "3 claims for 2 ready issues"})
 	assert.DeepEqual(t, verdict(d, [][]string{{"a"}, {"x"}}), []string{"b claimed 0 times []", "blocked x claimed by [agent-2]"})
-	assert.DeepEqual(t, verdict(claim.Demo{Ready: []string{"a"}}, [][]string{{}}), []string{"a claimed 0 times []", "0 claims for 1 ready issue"})
+	assert.DeepEqual(t, verdict(sqlite.Demo{Ready: []string{"a"}}, [][]string{{}}), []string{"a claimed 0 times []", "0 claims for 1 ready issue"})
 }
 
 func TestRaceReportsAgentErrors(t *testing.T) {
@@ -30,13 +31,13 @@ func TestRaceReportsAgentErrors(t *testing.T) {
 
 func TestReport(t *testing.T) {
 	t.Parallel()
-	d := claim.Demo{Ready: []string{"a", "b"}}
+	d := sqlite.Demo{Ready: []string{"a", "b"}}
 	var out strings.Builder
 	assert.NilError(t, report(&out, d, [][]string{{"a", "b"}, {}}, time.Second))
 	assert.Equal(t, out.String(), "  agent-1   claimed   2  [a b]\n  agent-2   claimed   0  []\n2 claims in 1s: 2 claims/s\n"+
 		"verdict: PASS: every ready issue was claimed exactly once (2 ready issues), every blocked one left alone (0 blocked issues)\n")
 	out.Reset()
-	assert.NilError(t, report(&out, claim.Demo{Ready: []string{"a"}, Blocked: []string{"x"}}, [][]string{{"a"}}, time.Second))
+	assert.NilError(t, report(&out, sqlite.Demo{Ready: []string{"a"}, Blocked: []string{"x"}}, [][]string{{"a"}}, time.Second))
 	assert.Equal(t, out.String(), "  agent-1   claimed   1  [a]\n1 claim in 1s: 1 claims/s\n"+
 		"verdict: PASS: every ready issue was claimed exactly once (1 ready issue), every blocked one left alone (1 blocked issue)\n")
 	err := report(&out, d, [][]string{{"a"}, {"a"}}, time.Second)

@@ -16,9 +16,9 @@ import (
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/icmd"
 
-	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 	"github.com/bdclaim/bd-claim/claim/dolt"
+	"github.com/bdclaim/bd-claim/claim/workspace"
 )
 
 // embeddedIssues inserts n open issues PREFIX-r1..rN into an embedded
@@ -26,10 +26,10 @@ import (
 // does on a server: enough for races, which test exclusivity.
 func embeddedIssues(t *testing.T, w *claimtest.BdWorkspace, prefix string, n int) {
 	t.Helper()
-	ws, err := claim.FindWorkspace(claim.Locate{Start: w.Dir, Getenv: w.Getenv})
+	ws, err := workspace.Find(workspace.Locate{Start: w.Dir, Getenv: w.Getenv})
 	assert.NilError(t, err)
 	ctx := context.Background()
-	conn, end, err := dolt.OpenEmbedded(ctx, ws.Embedded.Dir, ws.Embedded.Database, 10*time.Second, nil)
+	conn, end, err := dolt.OpenEmbeddedConn(ctx, ws.Embedded.Dir, ws.Embedded.Database, 10*time.Second, nil)
 	assert.NilError(t, err)
 	defer end()
 	for i := 1; i <= n; i++ {
@@ -56,9 +56,9 @@ func TestEmbeddedKill9(t *testing.T) {
 	w := claimtest.EmbeddedWorkspace(t, "k9")
 	embeddedIssues(t, w, "k9", 40)
 	killRandomly(t, w.Dir, w.Env)
-	ws, err := claim.FindWorkspace(claim.Locate{Start: w.Dir, Getenv: w.Getenv})
+	ws, err := workspace.Find(workspace.Locate{Start: w.Dir, Getenv: w.Getenv})
 	assert.NilError(t, err)
-	conn, end, err := dolt.OpenEmbedded(context.Background(), ws.Embedded.Dir, ws.Embedded.Database, 10*time.Second, nil)
+	conn, end, err := dolt.OpenEmbeddedConn(context.Background(), ws.Embedded.Dir, ws.Embedded.Database, 10*time.Second, nil)
 	assert.NilError(t, err)
 	claimed := noHalfClaims(t, conn)
 	end()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 	"github.com/bdclaim/bd-claim/cli"
 )
 
@@ -616,7 +617,7 @@ type raceOp struct {
 // next write come after its lease on a loaded machine, every time.)
 func TestLifecycleRace(t *testing.T) {
 	dir := t.TempDir()
-	_, err := claim.CreateDemo(context.Background(), dir, 16, 7)
+	_, err := sqlite.CreateDemo(context.Background(), dir, 16, 7)
 	assert.NilError(t, err)
 	env := []string{"BD_CLAIM_BACKOFF_INITIAL=0", "BD_CLAIM_MAX_FAILURES=3"}
 	// The race runs for 3s, and on until it has exercised every kind of

@@ -23,6 +23,7 @@ import (
 
 	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/sqlite"
 )
 
 // server is a running `bd-claim mcp` driven by the SDK's client.
@@ -446,7 +447,7 @@ func TestMCPRace(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	d, err := claim.CreateDemo(context.Background(), dir, 120, 11)
+	d, err := sqlite.CreateDemo(context.Background(), dir, 120, 11)
 	assert.NilError(t, err)
 	var mu sync.Mutex
 	owner := map[string][]string{}

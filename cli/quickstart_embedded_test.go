@@ -14,9 +14,9 @@ import (
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/icmd"
 
-	"github.com/bdclaim/bd-claim/claim"
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 	"github.com/bdclaim/bd-claim/claim/dolt"
+	"github.com/bdclaim/bd-claim/claim/workspace"
 )
 
 // quickStart is the README's quick start: every command line of its sh
@@ -90,9 +90,9 @@ func TestEmbeddedQuickStart(t *testing.T) {
 
 	// Ten minutes of work, no heartbeat: bd's lease of the claim ended
 	// five minutes ago.
-	ws, err := claim.FindWorkspace(claim.Locate{Start: w.Dir, Getenv: w.Getenv})
+	ws, err := workspace.Find(workspace.Locate{Start: w.Dir, Getenv: w.Getenv})
 	assert.NilError(t, err)
-	conn, end, err := dolt.OpenEmbedded(context.Background(), ws.Embedded.Dir, ws.Embedded.Database, 10*time.Second, nil)
+	conn, end, err := dolt.OpenEmbeddedConn(context.Background(), ws.Embedded.Dir, ws.Embedded.Database, 10*time.Second, nil)
 	assert.NilError(t, err)
 	_, err = conn.ExecContext(context.Background(), `UPDATE leases SET granted_at = granted_at - INTERVAL 10 MINUTE,
 		heartbeat_at = heartbeat_at - INTERVAL 10 MINUTE, lease_expires_at = lease_expires_at - INTERVAL 10 MINUTE WHERE issue_id = ?`, id)

@@ -62,7 +62,7 @@ type EventCountsSinceRow struct {
 // (expired leases taken over or reaped) and closes (bd close's included)
 // recorded since a time
 // (idx_events_created_at). The comment patterns of bd-claim's protocol
-// are bound from claim/protocol.go, the one place that spells them.
+// are bound from claim/engine/protocol.go, the one place that spells them.
 func (q *Queries) EventCountsSince(ctx context.Context, db DBTX, arg EventCountsSinceParams) (EventCountsSinceRow, error) {
 	row := db.QueryRowContext(ctx, eventCountsSince,
 		arg.Released,

@@ -1,8 +1,3 @@
-// Package dolt is bd-claim's adapter to a Beads database in a dolt
-// sql-server (bd v1.3.x server mode), over the MySQL protocol: the
-// connection, the server's error numbers, and what bd v1.3.0 writes into an
-// event (its content-derived id, its old_value JSON). The sqlc-generated
-// queries of sql/dolt/queries are package db/dolt.
 package dolt
 
 import (
@@ -22,9 +17,9 @@ import (
 	doltdb "github.com/bdclaim/bd-claim/db/dolt"
 )
 
-// Open returns a handle on the database c names. It connects lazily: the
+// openPool returns a handle on the database c names. It connects lazily: the
 // first query reports an unreachable server or a refused login.
-func Open(c *mysql.Config) *sql.DB {
+func openPool(c *mysql.Config) *sql.DB {
 	connector, _ := mysql.NewConnector(c) // fails only for an unknown TLS config name or charset, which bd-claim never sets
 	return sql.OpenDB(connector)
 }

@@ -21,7 +21,7 @@ import (
 // (`make embedded`: the build tags embedded and gms_pure_go, cgo).
 const Embedded = true
 
-// OpenEmbedded opens database in dir (a workspace's .beads/embeddeddolt)
+// OpenEmbeddedConn opens database in dir (a workspace's .beads/embeddeddolt)
 // with the embedded engine, as bd v1.3.0 does (embeddeddolt.OpenSQL: bd's
 // commit identity, multi-statements), and returns one session on it. The engine takes
 // an exclusive lock on the database's files: while another process holds
@@ -30,7 +30,7 @@ const Embedded = true
 // read-only and fail at the first write. end closes the engine, which lets
 // the lock go; it must run before another operation opens it again. The
 // open and the session hold bd's workspace gates shared (Gates.Hold).
-func OpenEmbedded(ctx context.Context, dir, database string, wait time.Duration, gates Gates) (*sql.Conn, func(), error) {
+func OpenEmbeddedConn(ctx context.Context, dir, database string, wait time.Duration, gates Gates) (*sql.Conn, func(), error) {
 	release, err := gates.Hold()
 	if err != nil {
 		return nil, nil, err

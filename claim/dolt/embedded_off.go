@@ -12,9 +12,9 @@ import (
 // this one (the default build, without cgo or the engine's ~150 modules).
 const Embedded = false
 
-// OpenEmbedded fails, before it touches the workspace: this build has no
+// OpenEmbeddedConn fails, before it touches the workspace: this build has no
 // embedded engine.
-func OpenEmbedded(context.Context, string, string, time.Duration, Gates) (*sql.Conn, func(), error) {
+func OpenEmbeddedConn(context.Context, string, string, time.Duration, Gates) (*sql.Conn, func(), error) {
 	return nil, nil, ErrNotBuiltIn
 }
 

@@ -17,6 +17,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/engine"
 	"github.com/bdclaim/bd-claim/claim/sqlite"
 	"github.com/bdclaim/bd-claim/db"
 )
@@ -29,10 +30,10 @@ func newDB(t *testing.T, name string) string {
 	return path
 }
 
-// open is sqlite.Open with a cleanup.
+// open is sqlite.OpenDB with a cleanup.
 func open(t *testing.T, path string, busy time.Duration) *sql.DB {
 	t.Helper()
-	conn := sqlite.Open(path, busy)
+	conn := sqlite.OpenDB(path, busy)
 	t.Cleanup(func() { conn.Close() })
 	return conn
 }
@@ -136,7 +137,7 @@ func TestTxCommits(t *testing.T) {
 	path := newDB(t, "beads.db")
 	conn := open(t, path, time.Second)
 	calls := 0
-	err := sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 3}, func(tx *sql.Tx) error {
+	err := sqlite.Tx(ctx, conn, engine.Retry{Attempts: 3}, func(tx *sql.Tx) error {
 		calls++
 		return db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "k", Value: "v"})
 	})
@@ -155,7 +156,7 @@ func TestTxRollsBackOnError(t *testing.T) {
 	conn := open(t, path, time.Second)
 	stop := errors.New("stop here")
 	calls := 0
-	err := sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 3, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
+	err := sqlite.Tx(ctx, conn, engine.Retry{Attempts: 3, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
 		calls++
 		q := db.New()
 		assert.NilError(t, q.SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "first", Value: "1"}))
@@ -166,7 +167,7 @@ func TestTxRollsBackOnError(t *testing.T) {
 	assert.Equal(t, calls, 1, "an error that is not busy is not retried")
 	assert.Equal(t, claimtest.Count(t, open(t, path, time.Second), "SELECT count(*) FROM metadata"), 0)
 	// The connection is usable again: the rollback released the lock.
-	assert.NilError(t, sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 1}, func(tx *sql.Tx) error {
+	assert.NilError(t, sqlite.Tx(ctx, conn, engine.Retry{Attempts: 1}, func(tx *sql.Tx) error {
 		return db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "after", Value: "1"})
 	}))
 }
@@ -180,13 +181,13 @@ func TestTxPanicRollsBack(t *testing.T) {
 	conn := open(t, path, 100*time.Millisecond)
 	func() {
 		defer func() { assert.Equal(t, recover(), "boom") }()
-		_ = sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 1}, func(tx *sql.Tx) error {
+		_ = sqlite.Tx(ctx, conn, engine.Retry{Attempts: 1}, func(tx *sql.Tx) error {
 			assert.NilError(t, db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "half", Value: "1"}))
 			panic("boom")
 		})
 	}()
 	assert.Equal(t, claimtest.Count(t, open(t, path, time.Second), "SELECT count(*) FROM metadata"), 0)
-	assert.NilError(t, sqlite.Tx(ctx, open(t, path, 100*time.Millisecond), sqlite.Retry{Attempts: 1}, func(tx *sql.Tx) error {
+	assert.NilError(t, sqlite.Tx(ctx, open(t, path, 100*time.Millisecond), engine.Retry{Attempts: 1}, func(tx *sql.Tx) error {
 		return db.New().SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "after", Value: "1"})
 	}), "another connection can write: the lock was released")
 }
@@ -201,7 +202,7 @@ func TestTxCommitFails(t *testing.T) {
 	_, err := conn.Exec(`CREATE TABLE parent (id TEXT PRIMARY KEY);
 		CREATE TABLE child (parent_id TEXT REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)`)
 	assert.NilError(t, err)
-	err = sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 3, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
+	err = sqlite.Tx(ctx, conn, engine.Retry{Attempts: 3, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "INSERT INTO child (parent_id) VALUES ('none')")
 		return err
 	})
@@ -221,7 +222,7 @@ func lockedDB(t *testing.T) (conn *sql.DB, write func(*sql.Tx) error, release fu
 	lock, err := holder.BeginTx(ctx, nil)
 	assert.NilError(t, err)
 	t.Cleanup(func() { lock.Rollback() })
-	// Not sqlite.Open: a DEFERRED BEGIN succeeds, so fn runs and its write is
+	// Not sqlite.OpenDB: a DEFERRED BEGIN succeeds, so fn runs and its write is
 	// the statement that meets the lock.
 	conn, err = sql.Open("sqlite", "file:"+path+"?mode=rw&_pragma=busy_timeout(1)")
 	assert.NilError(t, err)
@@ -237,7 +238,7 @@ func TestTxRetriesBusyUpToAttempts(t *testing.T) {
 		t.Run(fmt.Sprint(attempts), func(t *testing.T) {
 			conn, write, _ := lockedDB(t)
 			calls := 0
-			err := sqlite.Tx(context.Background(), conn, sqlite.Retry{Attempts: attempts, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
+			err := sqlite.Tx(context.Background(), conn, engine.Retry{Attempts: attempts, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
 				calls++
 				return write(tx)
 			})
@@ -251,7 +252,7 @@ func TestTxRetriesBusyUpToAttempts(t *testing.T) {
 func TestTxRetrySucceedsOnceTheLockIsGone(t *testing.T) {
 	conn, write, release := lockedDB(t)
 	calls := 0
-	err := sqlite.Tx(context.Background(), conn, sqlite.Retry{Attempts: 5, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
+	err := sqlite.Tx(context.Background(), conn, engine.Retry{Attempts: 5, Backoff: time.Millisecond}, func(tx *sql.Tx) error {
 		calls++
 		err := write(tx)
 		if calls == 2 {
@@ -273,7 +274,7 @@ func TestTxRetrySucceedsOnceTheLockIsGone(t *testing.T) {
 func TestTxBackoffWaits(t *testing.T) {
 	conn, write, _ := lockedDB(t)
 	start := time.Now()
-	err := sqlite.Tx(context.Background(), conn, sqlite.Retry{Attempts: 5, Backoff: 20 * time.Millisecond}, write)
+	err := sqlite.Tx(context.Background(), conn, engine.Retry{Attempts: 5, Backoff: 20 * time.Millisecond}, write)
 	elapsed := time.Since(start)
 	assert.Assert(t, sqlite.IsBusy(err))
 	assert.Assert(t, elapsed >= 150*time.Millisecond, "waited only %s", elapsed)
@@ -286,7 +287,7 @@ func TestTxStopsRetryingWhenCancelled(t *testing.T) {
 	defer cancel()
 	var calls atomic.Int32
 	start := time.Now()
-	err := sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 10, Backoff: time.Hour}, func(tx *sql.Tx) error {
+	err := sqlite.Tx(ctx, conn, engine.Retry{Attempts: 10, Backoff: time.Hour}, func(tx *sql.Tx) error {
 		calls.Add(1)
 		err := write(tx)
 		// Cancel once Tx is pausing before the next try.
@@ -304,7 +305,7 @@ func TestTxBeginFails(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	called := false
-	err := sqlite.Tx(ctx, conn, sqlite.Retry{Attempts: 3, Backoff: time.Millisecond}, func(*sql.Tx) error { called = true; return nil })
+	err := sqlite.Tx(ctx, conn, engine.Retry{Attempts: 3, Backoff: time.Millisecond}, func(*sql.Tx) error { called = true; return nil })
 	assert.Assert(t, errors.Is(err, context.Canceled), "%v", err)
 	assert.Assert(t, !called)
 
@@ -315,7 +316,7 @@ func TestTxBeginFails(t *testing.T) {
 	defer lock.Rollback()
 	busy := open(t, path, time.Millisecond)
 	start := time.Now()
-	err = sqlite.Tx(context.Background(), busy, sqlite.Retry{Attempts: 3, Backoff: 20 * time.Millisecond}, func(*sql.Tx) error { called = true; return nil })
+	err = sqlite.Tx(context.Background(), busy, engine.Retry{Attempts: 3, Backoff: 20 * time.Millisecond}, func(*sql.Tx) error { called = true; return nil })
 	assert.Assert(t, sqlite.IsBusy(err), "%v", err)
 	assert.Assert(t, !called)
 	assert.Assert(t, time.Since(start) >= 30*time.Millisecond, "no pause between busy BEGINs")
@@ -491,17 +492,17 @@ func TestQueries(t *testing.T) {
 func TestTxNonPositiveBackoff(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	assert.NilError(t, sqlite.Create(context.Background(), path))
-	holder := sqlite.Open(path, time.Second)
+	holder := sqlite.OpenDB(path, time.Second)
 	defer holder.Close()
 	tx, err := holder.Begin()
 	assert.NilError(t, err)
 	defer tx.Rollback()
 	_, err = tx.Exec("INSERT INTO config (key, value) VALUES ('k', 'v')")
 	assert.NilError(t, err)
-	conn := sqlite.Open(path, -1)
+	conn := sqlite.OpenDB(path, -1)
 	defer conn.Close()
 	calls := 0
-	err = sqlite.Tx(context.Background(), conn, sqlite.Retry{Attempts: 3, Backoff: -time.Second}, func(*sql.Tx) error { calls++; return nil })
+	err = sqlite.Tx(context.Background(), conn, engine.Retry{Attempts: 3, Backoff: -time.Second}, func(*sql.Tx) error { calls++; return nil })
 	assert.Assert(t, sqlite.IsBusy(err), "%v", err)
 	assert.Equal(t, calls, 0) // BEGIN IMMEDIATE itself was busy
 }

@@ -3,8 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"github.com/bdclaim/bd-claim/db"
 	"sync"
+
+	"github.com/bdclaim/bd-claim/db"
 )
 
 // Stmts prepares each distinct query once on conn and reuses it, inside or

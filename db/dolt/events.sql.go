@@ -57,7 +57,7 @@ type EventCountsSinceRow struct {
 // (bd close's included) recorded
 // since a time (idx_events_created_at). A release is any unclaimed event
 // but a failed attempt: bd-claim's release and bd unclaim are the same
-// move. The failure pattern is bound from claim/protocol.go.
+// move. The failure pattern is bound from claim/engine/protocol.go.
 func (q *Queries) EventCountsSince(ctx context.Context, db DBTX, arg EventCountsSinceParams) (EventCountsSinceRow, error) {
 	row := db.QueryRowContext(ctx, eventCountsSince, arg.Failed, arg.Failed, arg.Since)
 	var i EventCountsSinceRow

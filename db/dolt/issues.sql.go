@@ -202,7 +202,7 @@ type IssueClaimStateRow struct {
 // a heartbeat to record an asked lease in), and the comment of the claimed
 // event that records the lease the holder asked bd-claim for, for this
 // claim: its comment names the row_lock (NULL when the holder asked for
-// none; claim/dolt.go doltAskedLease spells the same match).
+// none; claim/dolt/flavor.go doltAskedLease spells the same match).
 func (q *Queries) IssueClaimState(ctx context.Context, db DBTX, arg IssueClaimStateParams) (IssueClaimStateRow, error) {
 	row := db.QueryRowContext(ctx, issueClaimState, arg.Asked, arg.ID)
 	var i IssueClaimStateRow

@@ -53,7 +53,7 @@ func footprintMode(b *bench, t *template) (*raw, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	pool := sqlite.Open(ws.db, 5*time.Second)
+	pool := sqlite.OpenDB(ws.db, 5*time.Second)
 	conn, err := pool.Conn(ctx)
 	if err != nil {
 		pool.Close()

@@ -43,7 +43,7 @@
 //     and its phases timed; 16-process drains of bd-claim, of bd and of the
 //     floor on twin workspaces; the default build's size and links.
 //
-// Workspaces are generated once per size with claim.CreateDemo into a temp
+// Workspaces are generated once per size with sqlite.CreateDemo into a temp
 // dir and copied for each scenario. With -write the table also goes to
 // BENCHMARKS.md with the command, the machine and the date, and the charts
 // (chart.go) to docs/bench/ beside it.
@@ -76,7 +76,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/engines"
 	"github.com/bdclaim/bd-claim/claim/sqlite"
+	claimws "github.com/bdclaim/bd-claim/claim/workspace"
 	beadssql "github.com/bdclaim/bd-claim/sql"
 )
 
@@ -171,7 +173,7 @@ type bench struct {
 type template struct {
 	name  string
 	db    string   // the database file
-	ready []string // open, unblocked, unassigned ids (claim.Demo.Ready)
+	ready []string // open, unblocked, unassigned ids (sqlite.Demo.Ready)
 	gen   time.Duration
 }
 
@@ -420,12 +422,12 @@ func sizeName(n int) string {
 func (b *bench) generateOne(ctx context.Context, name string, n int, edit func(*sql.DB, *template) error) (*template, error) {
 	dir := filepath.Join(b.tmp, "templates", name)
 	start := time.Now()
-	demo, err := claim.CreateDemo(ctx, dir, n, *seed)
+	demo, err := sqlite.CreateDemo(ctx, dir, n, *seed)
 	if err != nil {
 		return nil, fmt.Errorf("generate %s: %w", name, err)
 	}
-	t := &template{name: name, db: demo.Workspace.DBPath, ready: demo.Ready}
-	conn := sqlite.Open(t.db, 5*time.Second)
+	t := &template{name: name, db: demo.Path, ready: demo.Ready}
+	conn := sqlite.OpenDB(t.db, 5*time.Second)
 	// bd refuses a database without config.issue_prefix ("not initialized").
 	_, err = conn.ExecContext(ctx, "INSERT OR REPLACE INTO config (key, value) VALUES ('issue_prefix', 'demo')")
 	if err == nil && edit != nil {
@@ -498,7 +500,7 @@ func copyFile(from, to string) error {
 
 // countClaimed counts the issues agent holds in w.
 func (w *workspace) countClaimed(agentLike string) (int, error) {
-	conn := sqlite.Open(w.db, 5*time.Second)
+	conn := sqlite.OpenDB(w.db, 5*time.Second)
 	defer conn.Close()
 	var n int
 	err := conn.QueryRow("SELECT count(*) FROM issues WHERE status = 'in_progress' AND assignee LIKE ?", agentLike).Scan(&n)
@@ -876,12 +878,12 @@ func (b *bench) mcpLoop(ctx context.Context, res cliResult) error {
 		session.Close()
 		return err
 	}
-	loc, err := claim.FindWorkspace(claim.Locate{Start: libWS.dir, Getenv: func(string) string { return "" }})
+	loc, err := claimws.Find(claimws.Locate{Start: libWS.dir, Getenv: func(string) string { return "" }})
 	if err != nil {
 		session.Close()
 		return err
 	}
-	lib, err := claim.Open(ctx, loc, claim.Options{})
+	lib, err := engines.Open(ctx, loc, claim.Options{})
 	if err != nil {
 		session.Close()
 		return err
@@ -967,11 +969,11 @@ func (b *bench) inProcess(ctx context.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		loc, err := claim.FindWorkspace(claim.Locate{Start: ws.dir, Getenv: func(string) string { return "" }})
+		loc, err := claimws.Find(claimws.Locate{Start: ws.dir, Getenv: func(string) string { return "" }})
 		if err != nil {
 			return nil, err
 		}
-		return claim.Open(ctx, loc, claim.Options{})
+		return engines.Open(ctx, loc, claim.Options{})
 	}
 	libMode := func(goroutines int) (*mode, error) {
 		s, err := open(fmt.Sprintf("lib-%d", goroutines))
@@ -1077,9 +1079,9 @@ func rawMode(b *bench, t *template) (*raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn := sqlite.Open(ws.db, 5*time.Second)
+	conn := sqlite.OpenDB(ws.db, 5*time.Second)
 	ctx := context.Background()
-	if err := conn.PingContext(ctx); err != nil { // connect outside the timed rounds, as claim.Open does
+	if err := conn.PingContext(ctx); err != nil { // connect outside the timed rounds, as engines.Open does
 		conn.Close()
 		return nil, err
 	}
@@ -1642,7 +1644,7 @@ func (b *bench) print() error {
 	}
 	notes := fmt.Sprintf("Whole run: %s.\n", time.Since(b.started).Round(time.Second))
 	if len(gen) > 0 { // none with -dolt-only or -embedded-only
-		notes = fmt.Sprintf("Workspaces generated with claim.CreateDemo (seed %d): %s. ", *seed, strings.Join(gen, ", ")) + notes
+		notes = fmt.Sprintf("Workspaces generated with sqlite.CreateDemo (seed %d): %s. ", *seed, strings.Join(gen, ", ")) + notes
 	}
 	for _, n := range b.notes {
 		notes += "\n" + n + "\n"

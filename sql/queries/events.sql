@@ -18,7 +18,7 @@ WHERE id = @id;
 -- (expired leases taken over or reaped) and closes (bd close's included)
 -- recorded since a time
 -- (idx_events_created_at). The comment patterns of bd-claim's protocol
--- are bound from claim/protocol.go, the one place that spells them.
+-- are bound from claim/engine/protocol.go, the one place that spells them.
 SELECT
     CAST(COALESCE(sum(CASE WHEN event_type IN ('claimed', 'status_changed')
         AND new_value LIKE '%"status":"in_progress"%' THEN 1 ELSE 0 END), 0) AS INTEGER) AS claims,

@@ -42,7 +42,7 @@ func main() {
 // queue instead), so that a swarm of it measures its cost, not its busy
 // errors.
 func claim(path, agent string) (string, error) {
-	conn := sqlite.Open(path, 5*time.Second)
+	conn := sqlite.OpenDB(path, 5*time.Second)
 	defer conn.Close()
 	for end := time.Now().Add(30 * time.Second); ; {
 		id, err := claimOnce(conn, agent)

@@ -19,7 +19,7 @@ WHERE issue_id = sqlc.arg(issue_id) AND event_type = sqlc.arg(event_type) AND ac
 -- (bd close's included) recorded
 -- since a time (idx_events_created_at). A release is any unclaimed event
 -- but a failed attempt: bd-claim's release and bd unclaim are the same
--- move. The failure pattern is bound from claim/protocol.go.
+-- move. The failure pattern is bound from claim/engine/protocol.go.
 SELECT
     CAST(COALESCE(SUM(CASE WHEN event_type = 'claimed' THEN 1 ELSE 0 END), 0) AS SIGNED) AS claims,
     CAST(COALESCE(SUM(CASE WHEN event_type = 'unclaimed' AND (comment IS NULL OR comment NOT LIKE sqlc.arg(failed)) THEN 1 ELSE 0 END), 0) AS SIGNED) AS releases,

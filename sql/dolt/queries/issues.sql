@@ -23,7 +23,7 @@ SELECT CAST((SELECT count(*) FROM issues i WHERE i.assignee = sqlc.arg(agent) AN
 -- a heartbeat to record an asked lease in), and the comment of the claimed
 -- event that records the lease the holder asked bd-claim for, for this
 -- claim: its comment names the row_lock (NULL when the holder asked for
--- none; claim/dolt.go doltAskedLease spells the same match).
+-- none; claim/dolt/flavor.go doltAskedLease spells the same match).
 SELECT i.id, i.status, COALESCE(i.assignee, '') AS assignee, i.row_lock,
        l.holder, l.lease_expires_at, l.heartbeat_at, l.granted_at,
        CONCAT(COALESCE((SELECT e.id FROM events e WHERE e.issue_id = i.id AND e.event_type = 'claimed' AND e.actor = i.assignee
