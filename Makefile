@@ -13,10 +13,18 @@ COVERPKG_EMBEDDED = $(shell $(GO) list -tags $(EMBEDDED_TAGS) -deps -f '{{if not
 BD_VERSIONS := $(shell printf '%s\n' $(patsubst tools/bd-%/go.mod,%,$(wildcard tools/bd-v*/go.mod)) | sort -rV)
 BD_NEWEST   := $(firstword $(BD_VERSIONS))
 
-.PHONY: help demo build embedded embedded-test test bd verify generate schema clean
+# The release targets: every OS/arch of the default build (CGO off), the
+# subset of them with an embedded build is in .goreleaser.yaml.
+CROSS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64 freebsd/amd64
+# The builds make dist and make install-test make and install (CI: default).
+# What compiles for Windows, tests included: all but scripts/bench (Linux's rusage).
+WINDOWS_VET = $(shell $(GO) list ./... | grep -v -e '^$(MODULE)/scripts/bench$$')
+DIST_BUILDS ?= default,embedded
+
+.PHONY: help demo build embedded embedded-test test bd verify generate schema clean cross release-check dist install-test
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 demo: ## claim a generated demo workspace with 8 racing agents
 	$(GO) run . demo
@@ -44,7 +52,7 @@ test: bd dolt ## every test with -race (the Dolt ones against a real dolt sql-se
 		{ echo "coverage gate: statements above are below 100% (see .cover/cover.out)"; exit 1; }
 	@tail -1 $(COVER)/func.txt
 
-verify: ## fail on drift: generated code vs sql/ (sqlc diff, sqlc vet, db/ generated only), vendored schemas vs the pinned bd releases, gofmt, vet
+verify: ## fail on drift: generated code vs sql/ (sqlc diff, sqlc vet, db/ generated only), vendored schemas vs the pinned bd releases, gofmt, vet (default and embedded builds; the default build's code and tests on macOS, Windows and FreeBSD too)
 	$(GO) tool sqlc diff
 	$(GO) tool sqlc vet
 	scripts/schema.sh --check
@@ -54,6 +62,23 @@ verify: ## fail on drift: generated code vs sql/ (sqlc diff, sqlc vet, db/ gener
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	CGO_ENABLED=1 $(GO) vet -tags $(EMBEDDED_TAGS) ./...
+	CGO_ENABLED=0 GOOS=darwin GOARCH=amd64 $(GO) vet ./...
+	CGO_ENABLED=0 GOOS=freebsd GOARCH=amd64 $(GO) vet ./...
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) vet $(WINDOWS_VET)
+
+cross: ## cross-compile the default build for every release target (no goreleaser needed)
+	for t in $(CROSS); do CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build -o /dev/null . || exit 1; done
+
+release-check: ## validate .goreleaser.yaml with the pinned goreleaser (tools/goreleaser)
+	"$$(scripts/build-goreleaser.sh)" check
+
+dist: ## a snapshot release into dist/, nothing published: every target of both builds (DIST_BUILDS=default: the default build only), then scripts/checkdist checks it
+	scripts/dist.sh $(DIST_BUILDS)
+
+install-test: ## install.sh against dist/ served on 127.0.0.1, for this machine's DIST_BUILDS; the installed bd-claim claims (with .bin/bd-v1.3.0: on an embedded workspace too)
+	@command -v curl >/dev/null || command -v wget >/dev/null || { echo "install-test: installing curl (install.sh downloads with it)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl; }
+	$(GO) run ./scripts/installtest -builds $(DIST_BUILDS) $(if $(wildcard .bin/bd-v1.3.0),-bd .bin/bd-v1.3.0) dist
 
 generate: ## regenerate db/ from sql/ with the pinned sqlc
 	$(GO) tool sqlc generate
@@ -74,4 +99,4 @@ bench: embedded ## build bd-claim (default and embedded builds), the newest bd, 
 	$(GO) run ./scripts/bench -bin .bin/bd-claim -bd .bin/bd-$(BD_NEWEST) $(BENCH_FLAGS)
 
 clean:
-	rm -rf $(COVER) .bin bd-claim
+	rm -rf $(COVER) .bin bd-claim dist

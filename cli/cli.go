@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/bdclaim/bd-claim/claim"
+	"github.com/bdclaim/bd-claim/claim/dolt"
 	"github.com/bdclaim/bd-claim/claim/engines"
 	"github.com/bdclaim/bd-claim/claim/workspace"
 )
@@ -50,18 +51,49 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	return run(ctx, commands[""], args, stdout, stderr, getenv)
 }
 
-// version is this binary's version (buildVersion of its build info).
+// The release build's stamp, set by goreleaser's ldflags (-X; see
+// .goreleaser.yaml): the version, the commit and the build's date. Empty in
+// any other build.
+var stampVersion, stampCommit, stampDate string
+
+// version is this binary's version (buildVersion of its stamp, else of
+// its build info) and which build it is (buildName).
 func version() string {
 	info, _ := debug.ReadBuildInfo()
-	return buildVersion(info)
+	return buildVersion(stamp{stampVersion, stampCommit, stampDate}, info) + " (" + buildName(dolt.Embedded) + ")"
 }
 
-// buildVersion is the version Go stamped into a build, as bd-claim version
-// prints it: the module version (v1.2.3 from go install ...@v1.2.3; from
-// go build in a git checkout a pseudo-version, or (devel)), then the first
-// 12 digits of the VCS revision when stamped, then (modified) when the tree
-// had uncommitted changes. "(unknown)" without build info.
-func buildVersion(info *debug.BuildInfo) string {
+// buildName names a build as bd-claim version prints it: the embedded one
+// handles every workspace, the default one all but bd v1.3's default,
+// embedded Dolt.
+func buildName(embedded bool) string {
+	if embedded {
+		return "embedded build"
+	}
+	return "default build: SQLite and Dolt server/proxied; no embedded Dolt"
+}
+
+// stamp is what a release build carries: version, commit and date.
+type stamp struct{ version, commit, date string }
+
+// buildVersion is the version of a build, as bd-claim version prints it.
+// A release build: its stamp, the version, the first 12 digits of the
+// commit, the date. Any other: what Go stamped into the build, the module
+// version (v1.2.3 from go install ...@v1.2.3; from go build in a git
+// checkout a pseudo-version, or (devel)), then the first 12 digits of the
+// VCS revision when stamped, then (modified) when the tree had uncommitted
+// changes; "(unknown)" without build info.
+func buildVersion(s stamp, info *debug.BuildInfo) string {
+	if s.version != "" {
+		v := s.version
+		if s.commit != "" {
+			v += " " + s.commit[:min(12, len(s.commit))]
+		}
+		if s.date != "" {
+			v += " " + s.date
+		}
+		return v
+	}
 	if info == nil {
 		return "(unknown)"
 	}

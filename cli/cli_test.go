@@ -80,20 +80,26 @@ func TestHelp(t *testing.T) {
 
 // bd-claim version prints what Go stamped into the built binary, never a
 // placeholder: its module version ((devel) or a pseudo-version here) and,
-// in a build from a git checkout, HEAD's revision. (Go stamps no revision
-// in a linked worktree, whose .git is a file, nor with -buildvcs=false.)
+// in a build from a git checkout, HEAD's revision (Go stamps no revision
+// in a linked worktree, whose .git is a file, nor with -buildvcs=false),
+// then which build it is, from the tags it was built with.
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	r := run(t, t.TempDir(), nil, "version")
 	r.Assert(t, icmd.Success)
-	got := strings.TrimSuffix(r.Stdout(), "\n")
+	build := " (default build: SQLite and Dolt server/proxied; no embedded Dolt)"
+	if slices.Contains(strings.Split(buildSetting("-tags"), ","), "embedded") {
+		build = " (embedded build)"
+	}
+	got, ok := strings.CutSuffix(r.Stdout(), build+"\n")
+	assert.Assert(t, ok, "%q does not end with %q", r.Stdout(), build)
 	info, err := buildinfo.ReadFile(binary)
 	assert.NilError(t, err)
 	assert.Assert(t, info.Main.Version != "", "the built binary has no module version")
 	assert.Assert(t, strings.HasPrefix(got, "bd-claim "+info.Main.Version), "got %q, built as %s", got, info.Main.Version)
 	// The MCP server introduces itself with the same version.
 	s := serve(t, claimtest.Fixture(t, "0.49.6"), "a", "--quiet")
-	assert.Equal(t, "bd-claim "+s.InitializeResult().ServerInfo.Version, got)
+	assert.Equal(t, "bd-claim "+s.InitializeResult().ServerInfo.Version, got+build)
 	settings := map[string]string{}
 	for _, s := range info.Settings {
 		settings[s.Key] = s.Value

@@ -236,8 +236,9 @@ var doltCodes = map[Kind]struct {
 	Unreachable:     {engine.EUnavailable, "the Dolt server cannot be reached: is `dolt sql-server` running at the host and port the workspace names? retry later"},
 	EngineLocked:    {engine.EBusy, "another process (bd, bd-claim, a dolt sql-server) kept the embedded Dolt database open past the timeout; retry, or raise --timeout-ms"},
 	MaintenanceHeld: {engine.EUnavailable, "bd is running a maintenance command on the workspace (bd init, bd migrate, bd backup restore); retry once it has finished"},
-	NotBuiltIn: {engine.ESchema, "the workspace is an embedded Dolt workspace (bd v1.3's default), and this bd-claim is built without the embedded engine: " +
-		"install the embedded build, `CGO_ENABLED=1 go install -tags embedded,gms_pure_go github.com/bdclaim/bd-claim@latest` (needs gcc), or `make embedded` in a checkout"},
+	NotBuiltIn: {engine.ESchema, "the workspace is an embedded Dolt workspace (bd v1.3's default), which needs bd-claim's embedded build: " +
+		"download its release archive, bd-claim_VERSION_OS_ARCH_embedded, from https://github.com/bdclaim/bd-claim/releases, " +
+		"or, with gcc, run `CGO_ENABLED=1 go install -tags embedded,gms_pure_go github.com/bdclaim/bd-claim@latest`"},
 	ProxyDown: {engine.EUnavailable, "the workspace is in proxied-server mode, and its proxy is not running (bd stops it after 30 s without clients unless told otherwise) or does not prove to be the workspace's; " +
 		"bd-claim never starts it, nor dials the server behind it: run any bd command in the workspace (`bd list`), which starts (or replaces) it, and retry; " +
 		"to keep it running, make the workspace with `bd init --proxied-server --proxied-server-idle-timeout 0`"},

@@ -2,19 +2,22 @@ package dolt
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
+
+	"github.com/gofrs/flock"
 )
 
 // Gates are bd v1.3's workspace gates (internal/workspacegate): every bd
-// command holds each one with a shared flock while it uses the workspace,
+// command holds each one with a shared lock while it uses the workspace,
 // and a maintenance command (bd init, bd migrate, bd backup restore) holds
-// one exclusively, so that it never runs under a live command. The gate of
+// one exclusively, so that it never runs under a live command. The locks
+// are those bd takes (its internal/lockfile): flock(2) on Unix, LockFileEx
+// on Windows (bd locks the whole file, gofrs/flock its first byte: the
+// ranges overlap, so each excludes the other). The gate of
 // a directory is a file beside it: <repo>/.beads.gate.lock for the
 // workspace's .beads, .beads/embeddeddolt.gate.lock for an embedded
 // database, .beads/dolt.gate.lock for a local server's data.
@@ -57,26 +60,22 @@ func (m *Maintenance) Error() string {
 // go). A gate that cannot be opened or locked for another reason is
 // passed over, as bd passes over it: the gates are cooperative.
 func (g Gates) Hold() (release func(), err error) {
-	var held []*os.File
+	var held []*flock.Flock
 	release = func() {
-		for _, f := range slices.Backward(held) {
-			f.Close() // closing the file lets its flock go
+		for _, l := range slices.Backward(held) {
+			l.Close() // lets the lock go and closes the file
 		}
 	}
 	for _, path := range g {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-		if err != nil {
+		l := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))
+		switch ok, err := l.TryRLock(); {
+		case err != nil: // not opened, or not locked for another reason than a holder
 			continue
-		}
-		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
-			held = append(held, f)
-			continue
-		}
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		case !ok:
 			release()
 			return nil, &Maintenance{Gate: path, Holder: holder(path)}
 		}
+		held = append(held, l)
 	}
 	return release, nil
 }

@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/gofrs/flock"
 	"gotest.tools/v3/assert"
 
 	"github.com/bdclaim/bd-claim/claim"
@@ -74,9 +74,9 @@ func TestProxiedRefusals(t *testing.T) {
 	// bd's gate of the proxy's root (.beads/dolt.gate.lock), held by a
 	// maintenance command: the claim stops at once, as bd does.
 	gate := filepath.Join(a.Dir, ".beads", "dolt.gate.lock")
-	f, err := os.OpenFile(gate, os.O_CREATE|os.O_RDWR, 0o600)
-	assert.NilError(t, err)
-	assert.NilError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+	f := flock.New(gate) // as bd takes its gates
+	locked, err := f.TryLock()
+	assert.Assert(t, err == nil && locked, "%v", err)
 	_, err = s.Claim(ctx, claim.Request{Agent: "x"})
 	assert.Equal(t, claim.ErrorCode(err), claim.EUnavailable, "%v", err)
 	assert.ErrorContains(t, err, "a maintenance operation is running on this workspace (another bd process holds "+gate+")")

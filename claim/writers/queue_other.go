@@ -5,8 +5,11 @@ package writers
 import "time"
 
 // Queue is the writers' cross-process hand-off of the write lock (see
-// queue_linux.go). Elsewhere than Linux there are no OFD locks: writers
-// wait in SQLite's busy handler, as before.
+// queue_linux.go). Elsewhere than Linux (macOS, Windows, FreeBSD) there
+// are no OFD locks: writers wait in SQLite's busy handler. Claims stay
+// exclusive, but the order is luck's: in a crowd, some writers wait much
+// longer and may run out of their timeout (docs/architecture.md, "The
+// writers' queue", has the figures).
 type Queue struct{}
 
 // Dir is empty: there is no queue.
