@@ -137,7 +137,7 @@ const MaxAgentLen = 64
 
 // giveAgent says how to give an agent name, in the messages that refuse
 // one.
-const giveAgent = "pass --agent NAME or set BD_ACTOR"
+const giveAgent = "pass --agent NAME or set BEADS_ACTOR (or BD_ACTOR)"
 
 // ValidateAgent checks an agent name: non-empty, not blank, without
 // leading or trailing whitespace, valid UTF-8, at most MaxAgentLen

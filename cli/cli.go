@@ -184,7 +184,7 @@ func newFlags(c *command, o *options) *pflag.FlagSet {
 	fs.SortFlags = false
 	fs.SetOutput(io.Discard)
 	o.fs = fs
-	fs.StringVar(&o.req.Agent, "agent", "", "agent name written as assignee and event actor (default $BD_ACTOR)")
+	fs.StringVar(&o.req.Agent, "agent", "", "agent name written as assignee and event actor (default $BEADS_ACTOR, else $BD_ACTOR)")
 	c.flags(fs, o)
 	fs.StringVarP(&o.directory, "directory", "C", "", "run as if started in this directory (as bd -C): --workspace and a relative --db start there")
 	fs.StringVar(&o.workspace, "workspace", "", "start the search for .beads/ here (default: working directory)")
@@ -397,7 +397,7 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 		return ExitClaimed
 	}
 	if o.req.Agent == "" && !fs.Changed("agent") {
-		o.req.Agent = getenv("BD_ACTOR")
+		o.req.Agent = envActor(getenv)
 		if o.req.Agent == "" && c.actorDefault {
 			o.req.Agent = "bd-claim"
 		}
@@ -437,6 +437,18 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	// only grows, and every new process re-reads it.
 	defer store.Close()
 	return c.do(ctx, store, o, out, log)
+}
+
+// envActor is the actor that bd v1.3 takes from the environment when no
+// --actor is given: $BEADS_ACTOR, else the deprecated $BD_ACTOR. An empty
+// variable counts as unset, as in bd; a blank one does not, and is refused
+// as a name. Unlike bd, there is no fallback to git's user.name or $USER: an
+// agent without a name is refused.
+func envActor(getenv func(string) string) string {
+	if a := getenv("BEADS_ACTOR"); a != "" {
+		return a
+	}
+	return getenv("BD_ACTOR")
 }
 
 // locate finds the command's workspace as bd finds it (FindWorkspace).

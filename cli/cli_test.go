@@ -210,7 +210,41 @@ func TestAgentFromBDActor(t *testing.T) {
 	assert.Equal(t, decode(t, r).Agent, "from-flag")
 	r = run(t, root, []string{"BD_ACTOR=   "}, "--dry-run", "--quiet")
 	assert.Equal(t, r.ExitCode, 2, r.Combined())
-	assert.Equal(t, decode(t, r).Error.Message, `agent name "   " is blank: pass --agent NAME or set BD_ACTOR`)
+	assert.Equal(t, decode(t, r).Error.Message, `agent name "   " is blank: pass --agent NAME or set BEADS_ACTOR (or BD_ACTOR)`)
+}
+
+// The actor is found as bd v1.3 finds it (--actor, then $BEADS_ACTOR, then
+// the deprecated $BD_ACTOR), for every command: --agent outranks both
+// variables, BEADS_ACTOR outranks BD_ACTOR, and an empty BEADS_ACTOR counts
+// as unset. Nothing else (git's user.name, $USER) names an agent.
+func TestAgentFromBeadsActor(t *testing.T) {
+	t.Parallel()
+	root := claimtest.Fixture(t, "0.49.6")
+	both := []string{"BEADS_ACTOR=from-beads", "BD_ACTOR=from-bd"}
+	for _, args := range [][]string{
+		{"--dry-run"},
+		{"claim", "--dry-run"},
+		{"release", "--id", "nope"},
+		{"close", "--id", "nope"},
+		{"heartbeat", "--id", "nope"},
+		{"reset", "--id", "nope"},
+		{"reap", "--dry-run"},
+	} { // stats names no agent
+		r := run(t, root, both, append(args, "--quiet")...)
+		assert.Equal(t, decode(t, r).Agent, "from-beads", "%q: %s", args, r.Combined())
+		r = run(t, root, []string{"BEADS_ACTOR=", "BD_ACTOR=from-bd"}, append(args, "--quiet")...)
+		assert.Equal(t, decode(t, r).Agent, "from-bd", "%q: %s", args, r.Combined())
+		r = run(t, root, both, append(args, "--agent", "from-flag", "--quiet")...)
+		assert.Equal(t, decode(t, r).Agent, "from-flag", "%q: %s", args, r.Combined())
+	}
+	r := run(t, root, []string{"BEADS_ACTOR=   ", "BD_ACTOR=from-bd"}, "--dry-run", "--quiet")
+	assert.Equal(t, r.ExitCode, 2, r.Combined())
+	assert.Equal(t, decode(t, r).Error.Message, `agent name "   " is blank: pass --agent NAME or set BEADS_ACTOR (or BD_ACTOR)`)
+	r = run(t, root, []string{"USER=from-user", "GIT_AUTHOR_NAME=from-git"}, "--dry-run", "--quiet")
+	assert.Equal(t, r.ExitCode, 2, r.Combined())
+	assert.Equal(t, decode(t, r).Error.Message, "agent name is empty: pass --agent NAME or set BEADS_ACTOR (or BD_ACTOR)")
+	r = run(t, root, []string{"BEADS_ACTOR=from-beads"}, "--agent=", "--dry-run", "--quiet")
+	assert.Equal(t, r.ExitCode, 2, "an explicit empty --agent is not replaced: %s", r.Combined())
 }
 
 // An agent name with a space around it is refused, not taken for another
@@ -230,7 +264,7 @@ func TestAgentWithWhitespace(t *testing.T) {
 		assert.Equal(t, r.ExitCode, 2, "%q: %s", args, r.Combined())
 		out := decode(t, r)
 		assert.Equal(t, out.Error.Code, claim.EInvalid)
-		assert.Assert(t, is.Contains(out.Error.Message, "pass --agent NAME or set BD_ACTOR"), "%q", args)
+		assert.Assert(t, is.Contains(out.Error.Message, "pass --agent NAME or set BEADS_ACTOR (or BD_ACTOR)"), "%q", args)
 	}
 	assert.Equal(t, claimtest.FileSum(t, claimtest.DBPath(root)), sum)
 }
@@ -252,7 +286,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"no agent", 2, claim.EInvalid, "agent name is empty", fixtureWith()},
 		{"control char in agent", 2, claim.EInvalid, "control character", fixtureWith("--agent", "a\tb")},
-		{"blank agent", 2, claim.EInvalid, `agent name "   " is blank: pass --agent NAME or set BD_ACTOR`, fixtureWith("--agent", "   ")},
+		{"blank agent", 2, claim.EInvalid, `agent name "   " is blank: pass --agent NAME or set BEADS_ACTOR (or BD_ACTOR)`, fixtureWith("--agent", "   ")},
 		{"agent with a leading space", 2, claim.EInvalid, `agent name " backend-1" has leading or trailing whitespace`, fixtureWith("--agent", " backend-1")},
 		{"agent too long", 2, claim.EInvalid, "the limit is 64", fixtureWith("--agent", strings.Repeat("x", 65))},
 		{"unknown priority", 2, claim.EInvalid, `unknown priority "urgent"`, fixtureWith("--agent", "a", "--min-priority", "urgent")},

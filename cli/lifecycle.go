@@ -165,7 +165,7 @@ var resetCommand = &command{
 	name:         "reset",
 	event:        "issue_reset",
 	usage:        "bd-claim reset --id ISSUE [--agent NAME]",
-	about:        "Clear an issue's failed attempts and remove its abandoned label, so that claim-next\nhands it out again. --agent (default $BD_ACTOR, else bd-claim) is recorded as the actor.",
+	about:        "Clear an issue's failed attempts and remove its abandoned label, so that claim-next\nhands it out again. --agent (default $BEADS_ACTOR, else $BD_ACTOR, else bd-claim) is recorded as the actor.",
 	actorDefault: true,
 	flags: func(fs *pflag.FlagSet, o *options) {
 		fs.StringVar(&o.req.ID, "id", "", "the issue (required)")
@@ -203,7 +203,7 @@ var reapCommand = &command{
 		"for a lease (--lease) that has expired. With --older-than D, also every claim whose lease\n" +
 		"(bd's own lease on Dolt included) ended at least D ago, and every claim without a lease made\n" +
 		"at least D ago, as bd reclaim --older-than D does: run it from a supervisor to recover the\n" +
-		"issues of agents that died. --agent (default $BD_ACTOR, else bd-claim) is recorded as the actor.",
+		"issues of agents that died. --agent (default $BEADS_ACTOR, else $BD_ACTOR, else bd-claim) is recorded as the actor.",
 	actorDefault: true,
 	flags: func(fs *pflag.FlagSet, o *options) {
 		fs.StringVar(&o.olderThan, "older-than", "", "also reap claims no other claim takes over, past this grace window (e.g. 10m; 0s: at once): leases that ended at least this long ago, claims without a lease made at least this long ago")

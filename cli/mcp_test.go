@@ -537,6 +537,26 @@ func waitForText(t *testing.T, b *syncBuffer, text string) {
 	}
 }
 
+// The MCP server started without --agent acts as $BEADS_ACTOR, which
+// outranks $BD_ACTOR, as bd's own commands do.
+func TestMCPAgentFromBeadsActor(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binary, "mcp", "--quiet")
+	cmd.Dir = claimtest.Fixture(t, "0.49.6")
+	cmd.Env = append(baseEnv(), "BEADS_ACTOR=from-beads", "BD_ACTOR=from-bd")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "bd-claim-test", Version: "1"}, nil)
+	session, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	assert.NilError(t, err)
+	t.Cleanup(func() { _ = session.Close() })
+	s := &server{ClientSession: session, cmd: cmd, stderr: stderr}
+	out := s.callOK(t, "claim", map[string]any{"dry_run": true})
+	assert.Equal(t, out.Agent, "from-beads")
+	assert.Assert(t, out.Issue != nil)
+	assert.Assert(t, is.Contains(session.InitializeResult().Instructions, `you are agent "from-beads"`))
+}
+
 // The protocol lets a client omit a call's arguments (the SDK's client
 // always sends an object): a tool without required arguments then runs
 // with none.
