@@ -18,6 +18,6 @@ func TestConformance(t *testing.T) {
 		conformance.Setup{Name: "dolt-embedded", New: embeddedSetup},
 		conformance.Setup{Name: "dolt-proxied", New: func(t *testing.T) *claimtest.BdRunner {
 			return &claimtest.ProxiedWorkspace(t, "px").BdRunner
-		}},
+		}, ExactIDs: true},
 	)
 }
