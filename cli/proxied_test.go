@@ -246,8 +246,9 @@ func TestProxiedKill9(t *testing.T) {
 // A proxied-server workspace made with an idle timeout, as a plain `bd
 // init --proxied-server` makes it (bd's default is 30 s; 3 s here): the
 // proxy stops once no client has been connected for that long, and a
-// claim is then refused, exit 4 DB_UNAVAILABLE with the fix, nothing
-// written (bd-claim never starts the proxy); any bd command starts it
+// claim is then refused at once (no process holds proxy.lock), exit 4
+// DB_UNAVAILABLE with the fix, nothing written (bd-claim never starts the
+// proxy); any bd command starts it
 // again. A --wait keeps the proxy alive while it waits: its connection is
 // a client, so a wait longer than the idle timeout finds the proxy still
 // there for the next claim.
@@ -257,12 +258,14 @@ func TestProxiedIdleProxy(t *testing.T) {
 	w.JSON(&first, "create", "first", "-p", "1")
 	run(t, w.Dir, w.Env, "--agent", "a", "--quiet").Assert(t, icmd.Expected{ExitCode: 0, Out: `"id":"` + first.ID + `"`})
 	time.Sleep(6 * time.Second) // no client for twice the idle timeout
+	began := time.Now()
 	r := run(t, w.Dir, w.Env, "--agent", "a", "--quiet")
 	r.Assert(t, icmd.Expected{ExitCode: 4, Out: `"code":"DB_UNAVAILABLE"`})
+	assert.Assert(t, time.Since(began) < 10*time.Second, "no proxy runs: refused at once, not after the 30 s wait: %v", time.Since(began))
 	assert.Assert(t, strings.Contains(r.Stdout(), "`bd list`"), r.Stdout())
 
 	w.JSON(&second, "create", "second", "-p", "1") // bd starts the proxy
-	began := time.Now()
+	began = time.Now()
 	r = run(t, w.Dir, w.Env, "--agent", "b", "--quiet", "--wait", "6s", "--label", "nothing-has-it")
 	r.Assert(t, icmd.Expected{ExitCode: 3})
 	assert.Assert(t, time.Since(began) >= 6*time.Second)

@@ -178,8 +178,7 @@ func (l *serverLink) writer(ctx context.Context, wrap func(db.DBTX) db.DBTX) (*d
 			break
 		}
 		seen := turn
-		round := min((left+time.Second-1)/time.Second, lockRound)
-		turn, err = q.WritersLock(ctx, w.h, doltdb.WritersLockParams{Name: l.name, TimeoutSeconds: int32(round)})
+		turn, err = q.WritersLock(ctx, w.h, doltdb.WritersLockParams{Name: l.name, TimeoutSeconds: lockRound})
 		if err == nil && (turn.Holder != seen.Holder || turn.Hash != seen.Hash) {
 			moved = time.Now()
 		}

@@ -16,6 +16,18 @@ import (
 	"github.com/bdclaim/bd-claim/db"
 )
 
+// turnFixture makes a Dolt workspace of issues <prefix>-a (id) and
+// <prefix>-z, and a Store on it with options o.
+func turnFixture(t *testing.T, prefix string, o claim.Options) (w *claimtest.DoltWorkspace, conn *sql.DB, s *claim.Store, id string) {
+	t.Helper()
+	w = claimtest.NeedDolt(t).Workspace(t, prefix)
+	conn = w.DB(t)
+	id = w.Prefix + "-a"
+	insertLabelled(t, conn, id, "a")
+	insertLabelled(t, conn, w.Prefix+"-z", "z")
+	return w, conn, openDoltAt(t, w, 0, o), id
+}
+
 // holdWritersLock takes the workspace's writers' lock on a connection of
 // its own, as another bd-claim writer in its turn holds it, and returns
 // how to let it go.
@@ -68,12 +80,7 @@ func untouched(t *testing.T, conn *sql.DB, id string, before map[string]string) 
 // lock is let go, the claim goes through.
 func TestDoltTurnWaitsWhileCommitsLand(t *testing.T) {
 	t.Parallel()
-	w := claimtest.NeedDolt(t).Workspace(t, "twc")
-	conn := w.DB(t)
-	id := w.Prefix + "-a"
-	insertLabelled(t, conn, id, "a")
-	insertLabelled(t, conn, w.Prefix+"-z", "z")
-	s := openDoltAt(t, w, 0, claim.Options{})
+	w, conn, s, id := turnFixture(t, "twc", claim.Options{})
 	link := engineOf(s).link.(*serverLink)
 	assert.Equal(t, link.wait, turnWait{stall: DefaultWait}, "no busy timeout: the default wait, no limit")
 	link.wait.stall = 2 * time.Second // the test's patience
@@ -101,12 +108,7 @@ func TestDoltTurnWaitsWhileCommitsLand(t *testing.T) {
 // the start of the write: commits landing do not extend it.
 func TestDoltTurnLimit(t *testing.T) {
 	t.Parallel()
-	w := claimtest.NeedDolt(t).Workspace(t, "twl")
-	conn := w.DB(t)
-	id := w.Prefix + "-a"
-	insertLabelled(t, conn, id, "a")
-	insertLabelled(t, conn, w.Prefix+"-z", "z")
-	s := openDoltAt(t, w, 0, claim.Options{BusyTimeout: 2 * time.Second})
+	w, conn, s, id := turnFixture(t, "twl", claim.Options{BusyTimeout: 2 * time.Second})
 	release := holdWritersLock(t, w)
 	defer release()
 	before := claimtest.RowOf(t, conn, "issues", "id", id)
@@ -150,11 +152,7 @@ func (q queueMoving) QueryRowContext(ctx context.Context, query string, args ...
 // the writers ahead take their turns.
 func TestDoltTurnWaitsWhileTheQueueMoves(t *testing.T) {
 	t.Parallel()
-	w := claimtest.NeedDolt(t).Workspace(t, "twq")
-	conn := w.DB(t)
-	id := w.Prefix + "-a"
-	insertLabelled(t, conn, id, "a")
-	s := openDoltAt(t, w, 0, claim.Options{})
+	_, _, s, id := turnFixture(t, "twq", claim.Options{})
 	engineOf(s).link.(*serverLink).wait.stall = 2 * time.Second
 	moving := &atomic.Bool{}
 	moving.Store(true)
@@ -174,11 +172,7 @@ func TestDoltTurnWaitsWhileTheQueueMoves(t *testing.T) {
 // cannot be reached.)
 func TestDoltTurnOutlastsReadTimeout(t *testing.T) {
 	t.Parallel()
-	w := claimtest.NeedDolt(t).Workspace(t, "two")
-	conn := w.DB(t)
-	id := w.Prefix + "-a"
-	insertLabelled(t, conn, id, "a")
-	s := openDoltAt(t, w, 0, claim.Options{BusyTimeout: 30 * time.Second})
+	w, _, s, id := turnFixture(t, "two", claim.Options{BusyTimeout: 30 * time.Second})
 	release := holdWritersLock(t, w)
 	held := 12 * time.Second
 	assert.Assert(t, held > config(&engine.DoltServer{}).ReadTimeout)
@@ -195,11 +189,7 @@ func TestDoltTurnOutlastsReadTimeout(t *testing.T) {
 // by the abandoned wait.
 func TestDoltTurnInterrupted(t *testing.T) {
 	t.Parallel()
-	w := claimtest.NeedDolt(t).Workspace(t, "twi")
-	conn := w.DB(t)
-	id := w.Prefix + "-a"
-	insertLabelled(t, conn, id, "a")
-	s := openDoltAt(t, w, 0, claim.Options{})
+	w, conn, s, id := turnFixture(t, "twi", claim.Options{})
 	release := holdWritersLock(t, w)
 	before := claimtest.RowOf(t, conn, "issues", "id", id)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -213,4 +203,20 @@ func TestDoltTurnInterrupted(t *testing.T) {
 	res, err := s.Claim(context.Background(), claim.Request{Agent: "a", ID: id})
 	assert.NilError(t, err)
 	assert.Equal(t, res.Issue.ID, id)
+}
+
+// A negative busy timeout (--timeout-ms 0) does not wait for the turn: a
+// held writers' lock is BUSY at once, with nothing written.
+func TestDoltTurnNoWait(t *testing.T) {
+	t.Parallel()
+	w, conn, s, id := turnFixture(t, "twn", claim.Options{BusyTimeout: -1})
+	release := holdWritersLock(t, w)
+	defer release()
+	before := claimtest.RowOf(t, conn, "issues", "id", id)
+	began := time.Now()
+	_, err := s.Claim(context.Background(), claim.Request{Agent: "a", ID: id})
+	assert.Equal(t, claim.ErrorCode(err), claim.EWorkspaceBusy, "%v", err)
+	assert.ErrorContains(t, err, "other bd-claim writers held the workspace's writers' lock, and --timeout-ms 0 waits for none; nothing was written: retry")
+	assert.Assert(t, time.Since(began) < time.Second, "GET_LOCK's wait of 0 only: %v", time.Since(began))
+	untouched(t, conn, id, before)
 }

@@ -21,7 +21,7 @@ import (
 // this long in all.
 const DefaultWait = 30 * time.Second
 
-// lockRound is the longest round of a wait for the writers' lock
+// lockRound is a round of a wait for the writers' lock
 // (GET_LOCK's wait, in its whole seconds): well under the driver's read
 // timeout (config), which drops a connection whose answer is late.
 const lockRound = 1
