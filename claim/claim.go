@@ -19,7 +19,11 @@ type Result struct {
 	ClaimID  int64   // the claim's fencing token: the id of its claim event (0 on a dry run)
 	Lease    *Lease  // nil without a lease
 	TookOver *Holder // the holder whose expired lease this claim took over
-	Reason   string
+	// Resumed: the issue is one the agent held already, returned by a
+	// Request.Resume (its claim, its lease renewed): nothing new was
+	// claimed.
+	Resumed bool
+	Reason  string
 }
 
 // Claim claims one issue for req.Agent, or with req.DryRun only finds it.
@@ -63,12 +67,23 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 			res = c.result()
 			return err
 		}
+		if c.resumed {
+			res = c.result()
+			if renews(*c.held, req.Lease) {
+				res.Lease, err = tx.Renew(c.r.ID, c.held.Holder, *c.held, req.Lease)
+			}
+			return err
+		}
 		if c.takeover != "" { // an expired claim ends first
 			if err := tx.EndClaim(c.r, req.Agent, c.r.Claim.Holder, c.takeover); err != nil {
 				return err
 			}
 		}
-		taken, err := tx.Take(engine.Claim{Row: c.r, Agent: req.Agent, ByID: req.ID != "", Lease: req.Lease, Held: c.held})
+		agent := req.Agent
+		if c.held != nil { // a re-claim: the claim stays under the name the issue is held by
+			agent = c.held.Holder
+		}
+		taken, err := tx.Take(engine.Claim{Row: c.r, Agent: agent, ByID: req.ID != "", Lease: req.Lease, Held: c.held})
 		res = c.result()
 		res.ClaimID = taken.ClaimID
 		if taken.Lease != nil { // else a re-claim keeps its lease (result)
@@ -95,6 +110,7 @@ type choice struct {
 	held     *engine.State // the agent holds r under this claim already (an --id re-claim)
 	tookOver *Holder       // the holder whose expired lease the claim ends
 	takeover string        // the note of that end
+	resumed  bool          // r is the agent's held issue that a --resume returns (under held)
 	reason   string
 }
 
@@ -103,34 +119,49 @@ func (c choice) result() Result {
 	if c.r == nil {
 		return Result{Reason: c.reason}
 	}
-	res := Result{Issue: &c.r.Issue, TookOver: c.tookOver}
+	res := Result{Issue: &c.r.Issue, TookOver: c.tookOver, Resumed: c.resumed}
 	if c.held != nil {
 		res.ClaimID, res.Lease = c.held.ID, c.held.Lease()
 	}
 	return res
 }
 
-// choose finds the issue req would claim, and reads it: the engine's next
-// claimable issue of the readiness spec (the first claimable of head, the
-// candidates read ahead, when there are any), or the issue req.ID (a
-// partial id resolved: req.ID is then the whole one) when the
-// specification admits it. An --id the specification refuses is
-// explained. It writes nothing.
+// choose finds the issue req would claim, and reads it: with req.Resume,
+// the agent's held issue that passes its filters (resumable), if any;
+// else the engine's next claimable issue of the readiness spec (the first
+// claimable of head, the candidates read ahead, when there are any), or
+// the issue req.ID (a partial id resolved: req.ID is then the whole one)
+// when the specification, widened by what the workspace's bd lets a claim
+// by id take (engine.Tx.Eligible), admits it. An --id the specification
+// refuses is explained. It writes nothing.
 func (s *Store) choose(tx engine.Tx, req *Request, head []string) (choice, error) {
-	spec := s.spec(req.Agent, req.Filters, tx.Now())
+	if req.Resume {
+		if c, err := s.resumable(tx, *req); err != nil || c.r != nil {
+			return c, err
+		}
+	}
 	var c engine.State // of issue req.ID
+	var el engine.Eligible
 	if req.ID != "" {
 		var err error
 		if c, err = s.state(tx, &req.ID); err != nil {
 			return choice{}, err
 		}
-		if c.Status == "in_progress" && c.Holder == req.Agent {
+		mine := s.sameActor(c.Holder, req.Agent)
+		if c.Status == "in_progress" && mine {
 			return rechoose(tx, *req, c)
 		}
 		if req.ClaimID != 0 {
 			return choice{}, notHeld(req.Agent, req.ClaimID, c)
 		}
+		if el, err = tx.Eligible(); err != nil {
+			return choice{}, err
+		}
+		if mine && c.Holder != req.Agent { // an open issue assigned to the agent under another spelling
+			el.Pools = append(el.Pools, c.Holder)
+		}
 	}
+	spec := readySpec(s.flavor, s.policy, req.Agent, req.Filters, tx.Now(), el)
 	if req.MaxHeld > 0 {
 		held, err := tx.HeldCount(req.Agent)
 		if err != nil {
@@ -150,7 +181,7 @@ func (s *Store) choose(tx engine.Tx, req *Request, head []string) (choice, error
 			return choice{reason: NoReadyIssue}, nil
 		}
 	} else if r, err = tx.Find(spec, req.ID); err == nil && r == nil {
-		return choice{}, s.refuse(tx, spec, *req, c)
+		return choice{}, s.refuse(tx, spec, *req, c, el)
 	}
 	if err != nil {
 		return choice{}, err
@@ -164,6 +195,71 @@ func (s *Store) choose(tx engine.Tx, req *Request, head []string) (choice, error
 		ch.takeover = ended(*ch.tookOver, "taken over by "+req.Agent)
 	}
 	return ch, nil
+}
+
+// sameActor says whether an issue assigned to holder is assigned to
+// agent, as the workspace's bd compares them when it claims by id.
+func (s *Store) sameActor(holder, agent string) bool {
+	return holder == agent || (holder != "" && s.flavor.SameActor != nil && s.flavor.SameActor(holder, agent))
+}
+
+// resumable is what a --resume of req returns: of the in_progress issues
+// req.Agent holds, those that pass its filters (heldSpec), the one claimed
+// first (a claim whose time is unknown counts as the oldest; the same
+// time, by issue id), as the agent's re-claim of it; no issue when none
+// passes.
+func (s *Store) resumable(tx engine.Tx, req Request) (choice, error) {
+	held, err := tx.Held()
+	if err != nil {
+		return choice{}, err
+	}
+	spec := heldSpec(s.flavor, req.Agent, req.Filters)
+	var first *engine.State
+	for _, c := range held {
+		if c.Holder != req.Agent || (first != nil && !s.claimedBefore(c, *first)) {
+			continue
+		}
+		verdicts, err := tx.Verdicts(spec, c.IssueID)
+		if err != nil {
+			return choice{}, err
+		}
+		if !slices.Contains(verdicts, false) {
+			first = &c
+		}
+	}
+	if first == nil {
+		return choice{}, nil
+	}
+	c, err := tx.State(first.IssueID) // the claim as a heartbeat reads it, to renew it
+	if err != nil {
+		return choice{}, err
+	}
+	r, err := tx.Read(c.IssueID)
+	return choice{r: r, held: &c, resumed: true}, err
+}
+
+// claimedBefore says whether claim a was made before claim b: a claim whose
+// time is unknown counts as the oldest; claims of the same time go by
+// issue id.
+func (s *Store) claimedBefore(a, b engine.State) bool {
+	at, bt := s.claimedAt(a), s.claimedAt(b)
+	switch {
+	case at == nil || bt == nil:
+		return at == nil && (bt != nil || a.IssueID < b.IssueID)
+	case !at.Equal(*bt):
+		return at.Before(*bt)
+	}
+	return a.IssueID < b.IssueID
+}
+
+// renews says whether a --resume renews the lease of the agent's claim c,
+// as a heartbeat with the lease asked (asked; 0: the lease's own length)
+// does. It leaves the claim as it is when it is a wisp's (bd never leases
+// one), or has no lease and none is asked: such a claim is held until
+// released, and a lease nobody asked for would let another claim take it
+// over once it ran out.
+func renews(c engine.State, asked time.Duration) bool {
+	return !c.Wisp && (c.Lease() != nil || asked > 0)
 }
 
 // rechoose answers an --id claim of an issue the agent holds (under claim
@@ -221,9 +317,10 @@ func heldByOther(agent string, c engine.State) bool {
 }
 
 // refuse says why issue req.ID, in state c, cannot be claimed: each rule
-// of spec it fails, evaluated by the database.
-func (s *Store) refuse(tx engine.Tx, spec engine.Spec, req Request, c engine.State) error {
-	if heldByOther(req.Agent, c) {
+// of spec it fails, evaluated by the database. An issue assigned to one of
+// the eligible pools (el) is not held by anyone.
+func (s *Store) refuse(tx engine.Tx, spec engine.Spec, req Request, c engine.State, el engine.Eligible) error {
+	if heldByOther(req.Agent, c) && !slices.Contains(el.Pools, c.Holder) {
 		return notHeld(req.Agent, 0, c)
 	}
 	verdicts, err := tx.Verdicts(spec, req.ID)

@@ -8,12 +8,13 @@ import (
 	"gotest.tools/v3/assert"
 )
 
-// types.custom of config.yaml, as bd reads it: nested or written
-// types.custom, a list or a comma-separated string (or a JSON array in a
-// string, as the database's value may be); nothing from a file that is
-// missing, not YAML, or has another shape.
+// types.custom of a workspace's config.yaml, as bd reads it: nested or
+// written types.custom, a list or a comma-separated string (or a JSON array
+// in a string, as the database's value may be); nothing from a file that is
+// missing, not YAML, or has another shape, nor without a workspace
+// directory (a database named directly: no config.yaml of the working
+// directory is read).
 func TestYAMLCustomTypes(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	for i, tc := range []struct {
 		content string
@@ -26,9 +27,12 @@ func TestYAMLCustomTypes(t *testing.T) {
 		{"types: 3\n", nil},
 		{"::: not yaml", nil},
 	} {
-		path := filepath.Join(dir, "c"+string(rune('0'+i))+".yaml")
-		assert.NilError(t, os.WriteFile(path, []byte(tc.content), 0o644))
-		assert.DeepEqual(t, yamlCustomTypes(path), tc.want)
+		beads := filepath.Join(dir, "c"+string(rune('0'+i)))
+		assert.NilError(t, os.Mkdir(beads, 0o755))
+		assert.NilError(t, os.WriteFile(filepath.Join(beads, "config.yaml"), []byte(tc.content), 0o644))
+		assert.DeepEqual(t, yamlCustomTypes(beads), tc.want)
 	}
-	assert.Assert(t, yamlCustomTypes(filepath.Join(dir, "missing.yaml")) == nil)
+	assert.Assert(t, yamlCustomTypes(dir) == nil, "no config.yaml")
+	t.Chdir(filepath.Join(dir, "c0")) // a config.yaml in the working directory
+	assert.Assert(t, yamlCustomTypes("") == nil, "no workspace directory")
 }

@@ -27,19 +27,39 @@ func (s *Store) spec(agent string, f Filters, now time.Time) engine.Spec {
 // (validated), as of now. This is the one place that names the rules, says
 // why each refuses, and puts them in order.
 func ReadySpec(fl engine.Flavor, p Policy, agent string, f Filters, now time.Time) engine.Spec {
+	return readySpec(fl, p, agent, f, now, engine.Eligible{})
+}
+
+// readySpec is ReadySpec, widened by what the workspace's bd also lets a
+// claim by id take (el): the issues of the other statuses it takes an
+// issue from, and those assigned to one of the assignees any agent may
+// take an issue from. A claim-next passes none.
+func readySpec(fl engine.Flavor, p Policy, agent string, f Filters, now time.Time, el engine.Eligible) engine.Spec {
 	nowText := fl.EventAt(now) // in the form of the database's datetime()
-	key, _ := json.Marshal(f)  // Filters always marshal
-	spec := engine.Spec{Sort: f.Sort, Labels: f.IncludeLabels, From: fl.Source, FromOf: fl.SourceOf, Unassigned: unassigned, Key: string(key)}
+	spec := specOf(fl, f)
 	add := func(name, reason string, pred sq.Sqlizer) {
 		spec.Rules = append(spec.Rules, engine.Rule{Name: name, Reason: reason, Pred: pred})
 	}
 	// The IN term keeps idx_issues_status_priority usable; an in_progress
 	// issue passes only once its asked lease has expired (a takeover).
-	add("status", "its status is not open", sq.Expr("(i.status IN ('open', 'in_progress') AND (i.status = 'open' OR ?))", fl.LeaseExpired(now)))
-	spec.Rules = append(spec.Rules, fl.NotBlocked)
-	if f.OnlyUnassigned {
-		add("assignee", "it is already assigned", unassigned)
+	if len(el.Statuses) == 0 {
+		add("status", "its status is not open", sq.Expr("(i.status IN ('open', 'in_progress') AND (i.status = 'open' OR ?))", fl.LeaseExpired(now)))
 	} else {
+		from := append([]string{"open"}, el.Statuses...)
+		add("status", "its status is not "+strings.Join(from, " or "),
+			sq.Expr("(? AND (? OR ?))", sq.Eq{"i.status": append(slices.Clone(from), "in_progress")}, sq.Eq{"i.status": from}, fl.LeaseExpired(now)))
+	}
+	spec.Rules = append(spec.Rules, fl.NotBlocked)
+	if fl.External != nil {
+		spec.Rules = append(spec.Rules, fl.External()...)
+	}
+	switch {
+	case f.OnlyUnassigned:
+		add("assignee", "it is already assigned", unassigned)
+	case len(el.Pools) > 0:
+		add("assignee", "it is assigned to someone else", sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.assignee = ? OR ? OR i.status = 'in_progress')", agent, sq.Eq{"i.assignee": el.Pools}))
+		spec.Agent = agent
+	default:
 		add("assignee", "it is assigned to someone else", sq.Expr("(i.assignee IS NULL OR i.assignee = '' OR i.assignee = ? OR i.status = 'in_progress')", agent))
 		spec.Agent = agent
 	}
@@ -50,14 +70,33 @@ func ReadySpec(fl engine.Flavor, p Policy, agent string, f Filters, now time.Tim
 	if len(fl.ExcludedTypes) > 0 && len(f.Types) == 0 {
 		add("excluded_type", "its type ("+strings.Join(fl.ExcludedTypes, ", ")+") is never ready", sq.NotEq{"i.issue_type": fl.ExcludedTypes})
 	}
-	if len(f.ExcludeTypes) > 0 && len(f.Types) == 0 {
-		add("exclude_type", "its type is in --exclude-type", sq.NotEq{"LOWER(i.issue_type)": f.ExcludeTypes}) // Validate lowered them
-	}
 	if fl.Deferral != nil && !f.IncludeDeferred {
 		spec.Rules = append(spec.Rules, fl.Deferral(nowText)...)
 	}
 	spec.Rules = append(spec.Rules, p.Rules(fl.History, now)...)
 	spec.Clear = p.Clear(fl.History)
+	spec.Rules = append(spec.Rules, filterRules(fl, f)...)
+	spec.Order, spec.Args = order(fl, f.Sort, nowText)
+	return spec
+}
+
+// specOf is a specification of the rows of a workspace of flavor fl for
+// the filters f, without a rule yet.
+func specOf(fl engine.Flavor, f Filters) engine.Spec {
+	key, _ := json.Marshal(f) // Filters always marshal
+	return engine.Spec{Sort: f.Sort, Labels: f.IncludeLabels, From: fl.Source, FromOf: fl.SourceOf, Unassigned: unassigned, Key: string(key)}
+}
+
+// filterRules are the rules of the filters f (validated) on a workspace of
+// flavor fl: what the agent asks of an issue, beyond bd ready's rules.
+func filterRules(fl engine.Flavor, f Filters) []engine.Rule {
+	var rules []engine.Rule
+	add := func(name, reason string, pred sq.Sqlizer) {
+		rules = append(rules, engine.Rule{Name: name, Reason: reason, Pred: pred})
+	}
+	if len(f.ExcludeTypes) > 0 && len(f.Types) == 0 {
+		add("exclude_type", "its type is in --exclude-type", sq.NotEq{"LOWER(i.issue_type)": f.ExcludeTypes}) // Validate lowered them
+	}
 	// hasLabel is true for an issue with a label for which pred (on l) holds.
 	hasLabel := func(pred sq.Sqlizer) sq.Sqlizer {
 		return sq.Expr("EXISTS (SELECT 1 FROM "+fl.Labels+" l WHERE l.issue_id = i.id AND ?)", pred)
@@ -100,7 +139,17 @@ func ReadySpec(fl engine.Flavor, p Policy, agent string, f Filters, now time.Tim
 	if f.Parent != "" {
 		add("parent", fmt.Sprintf("it is not a descendant of %s", f.Parent), fl.Under(f.Parent))
 	}
-	spec.Order, spec.Args = order(fl, f.Sort, nowText)
+	return rules
+}
+
+// heldSpec is the specification of the issues that a --resume of agent
+// with the filters f returns: in_progress and held by agent, and passing
+// every rule of f. bd ready's rules and the failure policy do not apply:
+// the issue is the agent's already.
+func heldSpec(fl engine.Flavor, agent string, f Filters) engine.Spec {
+	spec := specOf(fl, f)
+	spec.Rules = append([]engine.Rule{{Name: "held", Reason: "it is not in_progress under " + agent, Pred: sq.Expr("(i.status = 'in_progress' AND i.assignee = ?)", agent)}},
+		filterRules(fl, f)...)
 	return spec
 }
 

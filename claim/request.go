@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/bdclaim/bd-claim/claim/engine"
-	"gopkg.in/yaml.v3"
 )
 
 // The requests of the claim lifecycle and their validation: the one place
@@ -35,6 +32,11 @@ type Request struct {
 	Lease   time.Duration // lease of the claim; 0 = none (held until released)
 	MaxHeld int           // claim nothing new while Agent holds this many in_progress issues; 0 = no limit
 	Wait    time.Duration // when nothing is claimable, keep watching this long
+	// Resume returns, when Agent already holds an in_progress issue that
+	// passes Filters, that issue (the oldest claim first) with its lease
+	// renewed, and claims nothing new; otherwise the claim goes on as
+	// usual. Not with ID.
+	Resume bool
 }
 
 // Validate checks the request and normalises its filters (see
@@ -58,6 +60,8 @@ func (req *Request) Validate() error {
 	switch {
 	case req.ClaimID != 0 && req.ID == "":
 		return Errorf(EInvalid, "a claim id fences a re-claim of one issue: give its id too")
+	case req.Resume && req.ID != "":
+		return Errorf(EInvalid, "--resume with --id: --resume returns an issue you already hold, --id claims the one named (a claim of an issue you hold returns it already); give one of them")
 	case req.Lease != 0 && req.DryRun:
 		return Errorf(EInvalid, "--lease on a dry run: a dry run claims nothing, so it takes no lease")
 	case req.MaxHeld < 0:
@@ -372,18 +376,12 @@ func parseTypes(v string) []string {
 	return out
 }
 
-// yamlCustomTypes is types.custom of a config.yaml (nested or written
-// types.custom; a list or a comma-separated string), which bd adds to the
-// database's; none when the file or the key is missing or unreadable.
-func yamlCustomTypes(path string) []string {
-	data, _ := os.ReadFile(path)
-	var doc map[string]any
-	_ = yaml.Unmarshal(data, &doc)
-	v, ok := doc["types.custom"]
-	if nested, isMap := doc["types"].(map[string]any); isMap && !ok {
-		v = nested["custom"]
-	}
-	switch v := v.(type) {
+// yamlCustomTypes is types.custom of the workspace's config.yaml (in
+// beadsDir; nested or written types.custom; a list or a comma-separated
+// string), which bd adds to the database's; none when the file or the key
+// is missing or unreadable.
+func yamlCustomTypes(beadsDir string) []string {
+	switch v := engine.ConfigValue(beadsDir, "types.custom").(type) {
 	case string:
 		return parseTypes(v)
 	case []any:
@@ -458,7 +456,7 @@ func (s *Store) admit(ctx context.Context, req *Request) error {
 	if err != nil {
 		return err
 	}
-	custom := yamlCustomTypes(filepath.Join(s.Workspace.BeadsDir, "config.yaml"))
+	custom := yamlCustomTypes(s.Workspace.BeadsDir)
 	for _, l := range lists {
 		custom = append(custom, parseTypes(l)...)
 	}

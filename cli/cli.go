@@ -241,6 +241,7 @@ func claimFlagSet(fs *pflag.FlagSet, o *options) {
 	fs.StringVar(&o.req.ID, "id", "", "claim this issue only (compare-and-swap)")
 	fs.Int64Var(&o.req.ClaimID, "claim-id", 0, "with --id: succeed only while the agent still holds the issue under this claim")
 	fs.BoolVar(&o.req.DryRun, "dry-run", false, "report the issue that would be claimed; change nothing")
+	fs.BoolVar(&o.req.Resume, "resume", false, "if the agent holds an in_progress issue that passes the filters, return it (the oldest claim) and renew its lease; claim nothing new")
 	fs.BoolVar(&o.explain, "explain", false, "with --dry-run: count the open issues each rule excludes")
 	fs.StringVar(&o.wait, "wait", "0", "when nothing is claimable, wait up to this long (e.g. 30s, 10m) for an issue")
 	settingFlags(fs, o, append([]string{"lease", "max-held"}, policyNames...)...)
@@ -344,6 +345,9 @@ func doClaim(ctx context.Context, s *claim.Store, o *options, out output, log *s
 		attrs := []any{"issue_id", res.Issue.ID, "agent", req.Agent, filters, "dry_run", req.DryRun, "claim_id", res.ClaimID}
 		if res.TookOver != nil {
 			attrs = append(attrs, "took_over_from", res.TookOver.Agent, "took_over_claim_id", res.TookOver.ClaimID)
+		}
+		if res.Resumed {
+			attrs = append(attrs, "resumed", true)
 		}
 		log.Info(done("issue_claim", req.DryRun), append(attrs, o.elapsed())...)
 		out.claimed(req, res, explain)
@@ -643,6 +647,7 @@ type envelope struct {
 	ClaimID        int64              `json:"claim_id,omitempty"`
 	LeaseExpiresAt *time.Time         `json:"lease_expires_at,omitempty"`
 	TookOver       *claim.Holder      `json:"took_over,omitempty"`
+	Resumed        bool               `json:"resumed,omitempty"`
 	Reason         string             `json:"reason,omitempty"`
 	Attempt        *attempt           `json:"attempt,omitempty"`
 	Reset          *reset             `json:"reset,omitempty"`
@@ -669,7 +674,7 @@ func leaseUntil(l *claim.Lease) *time.Time {
 func (o output) claimed(req claim.Request, res claim.Result, explain *claim.Explanation) {
 	if !o.human {
 		o.json(envelope{Status: "ok", Agent: req.Agent, DryRun: req.DryRun, Issue: res.Issue, ClaimID: res.ClaimID,
-			LeaseExpiresAt: leaseUntil(res.Lease), TookOver: res.TookOver, Reason: res.Reason, Explain: explain, Filters: &req.Filters})
+			LeaseExpiresAt: leaseUntil(res.Lease), TookOver: res.TookOver, Resumed: res.Resumed, Reason: res.Reason, Explain: explain, Filters: &req.Filters})
 		return
 	}
 	if iss := res.Issue; iss == nil {
@@ -680,7 +685,12 @@ func (o output) claimed(req claim.Request, res claim.Result, explain *claim.Expl
 		fmt.Fprintln(o.w)
 	} else {
 		verb := "claimed"
-		if req.DryRun {
+		switch {
+		case res.Resumed && req.DryRun:
+			verb = "would resume"
+		case res.Resumed:
+			verb = "resumed"
+		case req.DryRun:
 			verb = "would claim"
 		}
 		fmt.Fprintf(o.w, "%s %s for %s: %q (P%d %s", verb, iss.ID, req.Agent, iss.Title, iss.Priority, iss.IssueType)

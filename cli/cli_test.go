@@ -38,6 +38,7 @@ type result struct {
 	ClaimID        int64         `json:"claim_id"`
 	LeaseExpiresAt *time.Time    `json:"lease_expires_at"`
 	TookOver       *claim.Holder `json:"took_over"`
+	Resumed        bool          `json:"resumed"`
 	Reason         string        `json:"reason"`
 	AlreadyClosed  bool          `json:"already_closed"`
 	Attempt        *struct {

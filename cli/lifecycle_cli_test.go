@@ -428,6 +428,46 @@ func TestLifecycleMaxHeld(t *testing.T) {
 	lcOK(t, root, nil, "--agent", "m", "--id", other)
 }
 
+// --resume: an agent that holds nothing claims as usual (no "resumed");
+// once it holds an issue it gets that one back, "resumed": true, under the
+// same claim, its lease renewed from now (--lease, else the lease's own
+// length), and nothing new is claimed, at capacity too; a dry run says so
+// in a line for a person, and writes nothing; with --id it is refused,
+// exit 2, and nothing changes.
+func TestLifecycleResume(t *testing.T) {
+	root := claimtest.Fixture(t, "0.49.6")
+	first := lcOK(t, root, nil, "--agent", "r", "--resume", "--lease", "1m")
+	assert.Assert(t, first.Issue != nil && !first.Resumed && first.ClaimID > 0, "%+v", first)
+	events := countEvents(t, root)
+	before := time.Now()
+	again := lcOK(t, root, nil, "--agent", "r", "--resume", "--max-held", "1", "--lease", "10m")
+	assert.Assert(t, again.Resumed && again.Issue.ID == first.Issue.ID && again.ClaimID == first.ClaimID, "%+v", again)
+	assertLease(t, again.LeaseExpiresAt, before, time.Now(), 10*time.Minute)
+	assert.Equal(t, countEvents(t, root), events, "nothing new is claimed")
+	assert.Equal(t, eventComment(t, root, first.ClaimID), (&claim.Lease{Until: *again.LeaseExpiresAt, Duration: 10 * time.Minute}).Comment())
+
+	snap := claimtest.Snapshot(t, claimtest.DBPath(root))
+	r := run(t, root, nil, "--agent", "r", "--resume", "--dry-run", "--human")
+	r.Assert(t, icmd.Expected{ExitCode: 0})
+	assert.Assert(t, strings.HasPrefix(r.Stdout(), "would resume "+first.Issue.ID+" for r: "), r.Stdout())
+	assert.Assert(t, strings.Contains(r.Stdout(), fmt.Sprintf(", claim %d, leased until ", first.ClaimID)), r.Stdout())
+	assert.DeepEqual(t, claimtest.Diff(snap, claimtest.Snapshot(t, claimtest.DBPath(root))), map[string][2][]string{})
+	r = run(t, root, nil, "--agent", "r", "--resume", "--human")
+	r.Assert(t, icmd.Expected{ExitCode: 0})
+	assert.Assert(t, strings.HasPrefix(r.Stdout(), "resumed "+first.Issue.ID+" for r: "), r.Stdout())
+	r = run(t, root, nil, "--agent", "r", "--resume")
+	var logged map[string]any
+	assert.NilError(t, json.Unmarshal([]byte(strings.Split(strings.TrimSpace(r.Stderr()), "\n")[0]), &logged), r.Stderr())
+	assert.Assert(t, logged["msg"] == "issue_claim_success" && logged["resumed"] == true, "%v", logged)
+
+	snap = claimtest.Snapshot(t, claimtest.DBPath(root))
+	out, res := lc(t, root, nil, "--agent", "r", "--resume", "--id", first.Issue.ID)
+	res.Assert(t, icmd.Expected{ExitCode: 2})
+	assert.Equal(t, out.Error.Code, claim.EInvalid)
+	assert.ErrorContains(t, errors.New(out.Error.Message), "--resume with --id")
+	assert.DeepEqual(t, claimtest.Diff(snap, claimtest.Snapshot(t, claimtest.DBPath(root))), map[string][2][]string{})
+}
+
 // --dry-run --explain counts, per rule, the open issues it excludes.
 func TestLifecycleExplain(t *testing.T) {
 	root := claimtest.Fixture(t, "0.49.6")

@@ -85,6 +85,7 @@ type (
 		OnlyUnassigned  bool        `json:"only_unassigned,omitempty" flag:"only-unassigned"`
 		DryRun          bool        `json:"dry_run,omitempty" flag:"dry-run"`
 		Explain         bool        `json:"explain,omitempty" flag:"explain"`
+		Resume          bool        `json:"resume,omitempty" flag:"resume" jsonschema:"if you hold an in_progress issue that passes the filters, return it (the oldest claim, resumed: true) with its lease renewed, and claim nothing new; after a restart, ask with resume before taking more work"`
 		Lease           string      `json:"lease,omitempty" flag:"lease" jsonschema:"lease of the claim as a Go duration (10m); the server renews it while it runs. Default: the lease setting"`
 		MaxHeld         int         `json:"max_held,omitempty" flag:"max-held" jsonschema:"claim nothing new while you hold this many in_progress issues; 0 = no limit. Default: the max-held setting"`
 		Wait            string      `json:"wait,omitempty" flag:"wait" jsonschema:"when nothing is claimable, wait up to this long (a Go duration: 50s) for an issue; the server sends progress while waiting when the call has a progressToken. Keep it under your client's request timeout (often 60s) and call again to wait longer"`
@@ -206,6 +207,7 @@ var (
 				"and when done close it with the close tool. issue null (with reason) means nothing is claimable now: " +
 				"retry later or pass wait (under 60s; call again to wait longer). With a lease (argument or setting) the server keeps renewing it while it runs. " +
 				"dry_run looks without taking; dry_run with explain counts what each rule excludes. " +
+				"resume returns the issue you already hold (resumed: true) instead of claiming another. " +
 				"Errors: ALREADY_CLAIMED (error.holder has it), NOT_CLAIMABLE (the message says why), ISSUE_NOT_FOUND, SQLITE_BUSY or BUSY (retry)."},
 		// A repeat finds the issue held by no one: refused, unless you claimed it again meanwhile (claim_id fences that).
 		{name: "release", title: "Release an issue", command: releaseCommand, args: reflect.TypeFor[releaseArgs](), result: envelopeType, after: (*mcpServer).released,

@@ -144,8 +144,8 @@ func TestMCPTools(t *testing.T) {
 			"min_priority": "integer", "types": "array", "parent": "string", "sort": "string", "only_unassigned": "boolean",
 			"labels_any": "array", "label_pattern": "string", "label_regex": "string", "priority": "integer", "exclude_types": "array",
 			"has_metadata_key": "string", "metadata_fields": "array", "include_deferred": "boolean",
-			"dry_run": "boolean", "explain": "boolean", "lease": "string", "max_held": "integer", "wait": "string"}, nil,
-			hints{}, []string{"claim_id", "dry_run", "explain", "filters", "lease_expires_at", "reason", "took_over"}},
+			"dry_run": "boolean", "explain": "boolean", "resume": "boolean", "lease": "string", "max_held": "integer", "wait": "string"}, nil,
+			hints{}, []string{"claim_id", "dry_run", "explain", "filters", "lease_expires_at", "reason", "took_over", "resumed"}},
 		"release":   {map[string]string{"id": "string", "claim_id": "integer", "reason": "string", "failed": "boolean"}, []string{"id"}, hints{}, []string{"attempt"}},
 		"close":     {map[string]string{"id": "string", "claim_id": "integer", "reason": "string", "dry_run": "boolean"}, []string{"id"}, hints{idempotent: true}, []string{"already_closed"}},
 		"heartbeat": {map[string]string{"id": "string", "claim_id": "integer", "lease": "string"}, []string{"id"}, hints{idempotent: true}, []string{"lease_expires_at"}},
@@ -259,6 +259,7 @@ func TestMCPFootprint(t *testing.T) {
 		exit int
 	}{
 		{"claim", map[string]any{"labels": []string{"backend"}, "min_priority": "high", "lease": "1m"}, []string{"--label", "backend", "--min-priority", "high", "--lease", "1m"}, 0},
+		{"claim", map[string]any{"resume": true, "labels": []string{"backend"}}, []string{"--resume", "--label", "backend"}, 0}, // the claim above, resumed
 		{"claim", map[string]any{"id": a01, "lease": "1m"}, []string{"--id", a01, "--lease", "1m"}, 0},
 		{"heartbeat", map[string]any{"id": a01, "lease": "2m"}, []string{"heartbeat", "--id", a01, "--lease", "2m"}, 0},
 		{"release", map[string]any{"id": a01, "failed": true, "reason": "tests fail"}, []string{"release", "--id", a01, "--failed", "--reason", "tests fail"}, 0},
@@ -316,6 +317,7 @@ func TestMCPBadArguments(t *testing.T) {
 		{"claim", map[string]any{"explain": true}, "explain needs dry_run"},
 		{"claim", map[string]any{"dry_run": true, "lease": "1m"}, "lease on a dry run"},
 		{"claim", map[string]any{"claim_id": 5}, "give its id too"},
+		{"claim", map[string]any{"resume": true, "id": "fx-1"}, "resume with id: resume returns an issue you already hold"},
 		{"claim", map[string]any{"id": ""}, "id is empty: give an issue id, or omit id"}, // not absent: no claim-next
 		{"claim", map[string]any{"id": nil}, "argument id is null: give a string, or leave it out"},
 		{"claim", map[string]any{"id": "", "dry_run": true}, "id is empty"},

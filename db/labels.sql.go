@@ -46,3 +46,20 @@ func (q *Queries) LabelRemove(ctx context.Context, db DBTX, arg LabelRemoveParam
 	}
 	return result.RowsAffected()
 }
+
+const shippedLabels = `-- name: ShippedLabels :one
+SELECT CAST(json_group_array(l.label) AS TEXT) AS labels FROM labels l JOIN issues i ON l.issue_id = i.id
+WHERE i.status = 'closed' AND l.label LIKE 'provides:%'
+`
+
+// ShippedLabels are the provides: labels of the closed issues of a
+// workspace, what another project's external dependencies on it read
+// (bd v0.34-v0.49's checkProjectCapabilities), as a JSON array (one row:
+// no rows to iterate; LIKE is bd-claim's, which keeps the exact provides:
+// prefix in Go, as bd compares exact labels).
+func (q *Queries) ShippedLabels(ctx context.Context, db DBTX) (string, error) {
+	row := db.QueryRowContext(ctx, shippedLabels)
+	var labels string
+	err := row.Scan(&labels)
+	return labels, err
+}

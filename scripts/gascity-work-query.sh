@@ -11,8 +11,9 @@
 #   lease); otherwise one ready issue routed to TARGET, claimed atomically
 #   for the agent. The agent's name is bd's actor: $BEADS_ACTOR, else
 #   $BD_ACTOR.
-# - Run without a session (the controller's probe for demand): it only
-#   looks (--dry-run) and claims nothing.
+# - Run without a session (the controller's probe for demand): the same
+#   query, but it only looks (--dry-run): the issue the session would get,
+#   held or ready; nothing is claimed or renewed.
 #
 # Exit status 0 with `[]` when nothing is there; an error (no workspace, a
 # store that does not answer) is bd-claim's exit status, with its error
@@ -32,5 +33,5 @@ if [ -n "${GC_SESSION_ID-}" ]; then
 	exec "$bdclaim" --bd-json --resume --quiet --metadata-field "gc.routed_to=$target"
 fi
 # The probe has no session and may have no actor: any name does to look.
-exec "$bdclaim" --bd-json --dry-run --quiet --agent "${BEADS_ACTOR:-${BD_ACTOR:-gc-probe}}" \
+exec "$bdclaim" --bd-json --resume --dry-run --quiet --agent "${BEADS_ACTOR:-${BD_ACTOR:-gc-probe}}" \
 	--metadata-field "gc.routed_to=$target"

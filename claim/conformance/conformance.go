@@ -113,6 +113,7 @@ var checks = []struct {
 	{"claims without --lease: never taken over, reaped past a grace", confUnleased},
 	{"release, backoff, abandonment, reset", confFailures},
 	{"claim id fencing and max held", confFencing},
+	{"resume: the held issue back, its lease renewed, nothing new", confResume},
 	{"wait wakes on a release", confWait},
 	{"stats and explain agree", confFigures},
 	{"close: the fence, and bd ready as after bd close", confClose},
@@ -503,6 +504,109 @@ func confFencing(t *testing.T, w *Workspace) {
 	assert.Assert(t, later.ClaimID != first.ClaimID, "a new claim")
 	_, err = s.Claim(ctx, claim.Request{Agent: "a", ID: x, ClaimID: first.ClaimID})
 	assert.Equal(t, claim.ErrorCode(err), claim.EAlready, "%v", err)
+}
+
+// --resume returns the issue the agent already holds that passes its
+// filters, the oldest claim first, and renews its lease as a heartbeat
+// does (by its own length, or by the lease asked); it claims nothing new,
+// whatever --max-held says. An agent that holds none (or none that passes
+// the filters) claims as usual. A dry run names the held issue without
+// renewing anything; --resume with --id is refused. A claim without a
+// lease keeps none unless one is asked (on Dolt every claim carries bd's
+// own lease, which is renewed).
+func confResume(t *testing.T, w *Workspace) {
+	ctx := context.Background()
+	older := w.Create(t, "older", "-p", "2", "-l", "front")
+	newer := w.Create(t, "newer", "-p", "1")
+	spare := w.Create(t, "spare", "-p", "3", "-l", "back")
+	plain := w.Create(t, "plain", "-p", "4")
+	c := newClock(time.Now().UTC().Truncate(time.Second))
+	s := w.Store(t, claim.Options{Now: c.now})
+	claims := func() int {
+		t.Helper()
+		st, err := s.Stats(ctx)
+		assert.NilError(t, err)
+		return st.LastHour.Claims
+	}
+	first, err := s.Claim(ctx, claim.Request{Agent: "a", Resume: true, Lease: time.Minute, Filters: claim.Filters{IncludeLabels: []string{"front"}}})
+	assert.NilError(t, err)
+	assert.Assert(t, first.Issue.ID == older && !first.Resumed && first.ClaimID > 0, "a holds nothing: a claim as usual: %+v", first)
+	c.advance(10 * time.Second)
+	later := MustClaim(t, s, claim.Request{Agent: "a", ID: newer, Lease: time.Minute})
+	c.advance(20 * time.Second)
+	before := claims()
+
+	res, err := s.Claim(ctx, claim.Request{Agent: "a", Resume: true})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue.ID == older && res.Resumed && res.ClaimID == first.ClaimID, "the oldest claim: %+v", res)
+	assert.Assert(t, res.Issue.Status == "in_progress" && res.Issue.Assignee == "a", "%+v", res.Issue)
+	assert.Assert(t, res.Lease != nil && res.Lease.Until.Equal(c.now().Add(time.Minute)), "renewed by its own length from now: %+v", res.Lease)
+	assert.Equal(t, w.Show(t, spare), "open/", "nothing new is claimed")
+	dry, err := s.Claim(ctx, claim.Request{Agent: "a", Resume: true, DryRun: true, MaxHeld: 2})
+	assert.NilError(t, err)
+	assert.Assert(t, dry.Resumed && dry.Issue.ID == older && dry.ClaimID == first.ClaimID && dry.Lease.Until.Equal(res.Lease.Until), "%+v", dry)
+	c.advance(10 * time.Second)
+	dry, err = s.Claim(ctx, claim.Request{Agent: "a", Resume: true, DryRun: true})
+	assert.NilError(t, err)
+	assert.Assert(t, dry.Lease.Until.Equal(res.Lease.Until), "a dry run renews nothing: %+v", dry.Lease)
+	asked, err := s.Claim(ctx, claim.Request{Agent: "a", Resume: true, Lease: 5 * time.Minute, MaxHeld: 2, Filters: claim.Filters{MinPriority: new(1)}})
+	assert.NilError(t, err)
+	assert.Assert(t, asked.Resumed && asked.Issue.ID == newer && asked.ClaimID == later.ClaimID, "the filters choose among the held issues; capacity does not stop a resume: %+v", asked)
+	assert.Assert(t, asked.Lease.Until.Equal(c.now().Add(5*time.Minute)), "renewed by the lease asked: %+v", asked.Lease)
+	beat, err := s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: "a", ID: newer, ClaimID: later.ClaimID})
+	assert.NilError(t, err)
+	assert.Assert(t, beat.Lease.Until.Equal(asked.Lease.Until), "the lease a heartbeat renews: %+v", beat.Lease)
+	assert.Equal(t, claims(), before, "resumes claim nothing")
+
+	// None of the held issues passes: a claim as usual.
+	other, err := s.Claim(ctx, claim.Request{Agent: "a", Resume: true, Filters: claim.Filters{IncludeLabels: []string{"back"}}})
+	assert.NilError(t, err)
+	assert.Assert(t, other.Issue.ID == spare && !other.Resumed && other.ClaimID != 0, "%+v", other)
+	assert.Equal(t, claims(), before+1)
+	_, err = s.Claim(ctx, claim.Request{Agent: "a", Resume: true, ID: older})
+	assert.Equal(t, claim.ErrorCode(err), claim.EInvalid, "%v", err)
+
+	// A claim without a lease: none is added, but bd's own (Dolt) is
+	// renewed, as a heartbeat renews it; one asked for is given.
+	bare := MustClaim(t, s, claim.Request{Agent: "b"})
+	assert.Equal(t, bare.Issue.ID, plain)
+	c.advance(4 * time.Minute)
+	again, err := s.Claim(ctx, claim.Request{Agent: "b", Resume: true})
+	assert.NilError(t, err)
+	assert.Assert(t, again.Resumed && again.Issue.ID == plain && again.ClaimID == bare.ClaimID, "%+v", again)
+	c.advance(2 * time.Minute) // past bd's 5 minutes from the claim, within them from the resume
+	held := heldIssue(t, s, "b", plain)
+	switch {
+	case bare.Lease == nil: // SQLite: no lease, none added
+		assert.Assert(t, again.Lease == nil && held.LeaseUntil == nil, "%+v %+v", again.Lease, held)
+	default: // Dolt: bd's lease, renewed from the resume
+		assert.Assert(t, again.Lease != nil && held.LeaseKind == claim.LeaseBd && !held.Expired, "%+v %+v", again.Lease, held)
+	}
+	leased, err := s.Claim(ctx, claim.Request{Agent: "b", Resume: true, Lease: time.Minute})
+	assert.NilError(t, err)
+	assert.Assert(t, leased.Resumed && leased.Lease != nil && leased.Lease.Until.Equal(c.now().Add(time.Minute)), "%+v", leased)
+	assert.Equal(t, heldIssue(t, s, "b", plain).LeaseKind, claim.LeaseAsked)
+	// a's lease of older has ended, and nobody took it over: a resume
+	// renews it, as a heartbeat would.
+	late, err := s.Claim(ctx, claim.Request{Agent: "a", Resume: true, Filters: claim.Filters{IncludeLabels: []string{"front"}}})
+	assert.NilError(t, err)
+	assert.Assert(t, late.Resumed && late.Issue.ID == older && late.ClaimID == first.ClaimID && late.Lease.Until.Equal(c.now().Add(time.Minute)), "%+v", late)
+}
+
+// heldIssue is how stats shows agent's claim of issue id.
+func heldIssue(t *testing.T, s *claim.Store, agent, id string) claim.HeldIssue {
+	t.Helper()
+	st, err := s.Stats(context.Background())
+	assert.NilError(t, err)
+	for _, ac := range st.InProgress {
+		for _, h := range ac.Issues {
+			if ac.Agent == agent && h.ID == id {
+				return h
+			}
+		}
+	}
+	t.Fatalf("%s does not hold %s: %+v", agent, id, st.InProgress)
+	return claim.HeldIssue{}
 }
 
 // second is the error of a two-valued call.

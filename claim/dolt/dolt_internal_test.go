@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -155,6 +156,16 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 		},
 			func(s *claim.Store, id, _ string) error {
 				return ok(s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: "w", ID: id}))
+			}},
+		{"resume, renewing the lease", nil, false, func(s *claim.Store, id string) {
+			claimtest.Must[claim.Result](t)(s.Claim(ctx, claim.Request{Agent: "w", ID: id}))
+		},
+			func(s *claim.Store, _, label string) error {
+				res, err := s.Claim(ctx, claim.Request{Agent: "w", Resume: true, Filters: claim.Filters{IncludeLabels: []string{label}}})
+				if err == nil && !res.Resumed {
+					return errors.New("not resumed")
+				}
+				return err
 			}},
 		{"heartbeat of a claim without a lease row", nil, false, func(s *claim.Store, id string) {
 			claimtest.Must[claim.Result](t)(s.Claim(ctx, claim.Request{Agent: "w", ID: id}))

@@ -126,9 +126,6 @@ func twinPair(t *testing.T, w *claimtest.BdWorkspace, holder string) (a, b strin
 	return a, b
 }
 
-// The cells that a move by bd and its twin by bd-claim leave equal.
-var twinSame = []string{"assignee", "status", "content_hash", "is_blocked"}
-
 // Embedded twins: one issue claimed by `bd update --claim`, its twin by
 // bd-claim --id, as the same agent (claimtest.Footprint.Twin). The same
 // five cells change, with the same values where they do not depend on

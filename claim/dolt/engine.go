@@ -387,7 +387,7 @@ func (t *tx) Take(c engine.Claim) (engine.Taken, error) {
 	lock := newRowLock()
 	set := doltdb.IssueClaimSetParams{
 		Assignee: text(c.Agent), Now: t.now, StartedAt: sql.NullTime{Time: t.now, Valid: true},
-		NewRowLock: lock, ID: r.ID, RowLock: snapshotOf(r).rowLock,
+		NewRowLock: lock, ID: r.ID, RowLock: snapshotOf(r).rowLock, FromStatus: r.Status,
 	}
 	n, err := table.ClaimSet(t.ctx, t.conn, set)
 	if err == nil && n != 1 {

@@ -88,6 +88,11 @@ type Tx interface {
 	// them from the database, unparsed: each a comma-separated list or a
 	// JSON array.
 	CustomTypes() ([]string, error)
+	// Eligible reads what the workspace's bd lets a claim by id take
+	// beyond an open issue assigned to nobody or to the claiming agent, as
+	// that bd reads it from the workspace's configuration; zero where it
+	// takes nothing more.
+	Eligible() (Eligible, error)
 	// Next reads the issue a claim-next of spec takes: the first
 	// claimable of head (the candidates read ahead), else of spec, in
 	// claim order; nil when none is. An in_progress issue (a takeover)
@@ -148,6 +153,17 @@ type Claim struct {
 	// Held is the agent's claim of Row when it holds it already (an --id
 	// re-claim): nothing is written but the lease asked for.
 	Held *State
+}
+
+// Eligible is what a claim by id may take beyond an open issue assigned
+// to nobody or to the claiming agent (Tx.Eligible).
+type Eligible struct {
+	// Statuses are the statuses other than open that it takes an issue
+	// from (bd v1.3: the custom statuses of category active).
+	Statuses []string
+	// Pools are the assignees that stand for a group, any of whose
+	// members may take an issue assigned to one (bd v1.3: claim.pools).
+	Pools []string
 }
 
 // Taken is what Tx.Take wrote: the claim's id, and the lease it wrote (nil

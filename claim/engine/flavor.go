@@ -34,6 +34,15 @@ type Flavor struct {
 	// form), nil where bd has no defer_until.
 	Ready    []Rule
 	Deferral func(now string) []Rule
+	// External is bd ready's rule on dependencies on other projects'
+	// capabilities (blocks edges to external:<project>:<capability>) as
+	// those projects' databases have them at the call, which reads them;
+	// nil where that bd's ready never leaves an issue out for them.
+	External func() []Rule
+	// SameActor says whether an issue's assignee and a claim's actor name
+	// one identity, as the flavor's bd compares them when it claims by id
+	// (two spellings of one name); nil where only the same name does.
+	SameActor func(assignee, actor string) bool
 	// Glob, Regexp and Metadata are how bd ready's --label-pattern,
 	// --label-regex and metadata filters read on this engine; Regexp and
 	// Metadata are nil where that bd has no such filter.

@@ -39,5 +39,5 @@ func open(ctx context.Context, ws claim.Workspace, c engine.Config) (engine.Engi
 	case ws.Embedded != nil:
 		return dolt.OpenEmbedded(ctx, *ws.Embedded, ws.BeadsDir, c)
 	}
-	return sqlite.Open(ctx, ws.DBPath, c)
+	return sqlite.Open(ctx, ws.DBPath, ws.BeadsDir, c)
 }

@@ -47,9 +47,10 @@ type Engine struct {
 const DefaultBusyTimeout = 5 * time.Second
 
 // Open opens the SQLite database at path, as bd v0.27-v0.50 left it, and
-// checks who wrote it (detectFlavor). Nothing is written and no file is
-// created.
-func Open(ctx context.Context, path string, c engine.Config) (*Engine, error) {
+// checks who wrote it (detectFlavor); beadsDir is the workspace's .beads
+// directory, whose config.yaml may name external projects ("" for a
+// database named directly). Nothing is written and no file is created.
+func Open(ctx context.Context, path, beadsDir string, c engine.Config) (*Engine, error) {
 	if c.BusyTimeout == 0 {
 		c.BusyTimeout = DefaultBusyTimeout
 	}
@@ -58,6 +59,9 @@ func Open(ctx context.Context, path string, c engine.Config) (*Engine, error) {
 	if err != nil {
 		conn.Close()
 		return nil, err
+	}
+	if x := readExternals(fl.Version, beadsDir); x != nil {
+		fl.External = x.rules
 	}
 	// Every column is read as text (NULL stays NULL): bd's timestamps are
 	// text, and the hash encodes numbers as decimal text anyway.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,6 +134,13 @@ func TestEveryStatementFailureRollsBack(t *testing.T) {
 			rel, err := s.Release(ctx, claim.ReleaseRequest{Agent: "w", ID: claimtest.Claimable(t, "0.49.6", "priority")[0], Failed: true})
 			if err == nil && !rel.Abandoned {
 				return errors.New("not abandoned")
+			}
+			return err
+		}},
+		{"resume, renewing the lease", held, func(s *claim.Store) error {
+			res, err := s.Claim(ctx, claim.Request{Agent: "w", Resume: true, Filters: claim.Filters{ExcludeLabels: []string{"none"}}})
+			if err == nil && !res.Resumed {
+				return errors.New("not resumed")
 			}
 			return err
 		}},
@@ -299,4 +307,29 @@ func TestHeldWithoutClaimEvent(t *testing.T) {
 	rel, err := s.Release(context.Background(), claim.ReleaseRequest{Agent: "imp", ID: id})
 	assert.NilError(t, err)
 	assert.Equal(t, rel.ClaimID, int64(0))
+}
+
+// --resume returns the claim made first: an issue held without any claim
+// event (imported in progress; its claim time is unknown) counts as the
+// oldest, and claims of the same time (two imported ones, or two claims
+// in the same second) go by issue id.
+func TestResumeOrderOfClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Second)
+	s, path := store(t, "0.49.6", claim.Options{Now: func() time.Time { return now }})
+	ids := slices.Sorted(slices.Values(claimtest.Claimable(t, "0.49.6", "priority")[:4]))
+	for _, id := range []string{ids[1], ids[0]} { // the same second, the larger id first
+		claimtest.Must[claim.Result](t)(s.Claim(ctx, claim.Request{Agent: "imp", ID: id}))
+	}
+	for _, id := range ids[2:] {
+		exec(t, path, "UPDATE issues SET status = 'in_progress', assignee = 'imp' WHERE id = '"+id+"'",
+			"DELETE FROM events WHERE issue_id = '"+id+"'")
+	}
+	for _, want := range []string{ids[2], ids[3], ids[0], ids[1]} {
+		res, err := s.Claim(ctx, claim.Request{Agent: "imp", Resume: true})
+		assert.NilError(t, err)
+		assert.Assert(t, res.Resumed && res.Issue.ID == want, "want %s: %+v", want, res)
+		claimtest.Must[claim.Released](t)(s.Release(ctx, claim.ReleaseRequest{Agent: "imp", ID: want}))
+	}
 }

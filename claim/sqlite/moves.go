@@ -63,6 +63,11 @@ func (t *tx) CustomTypes() ([]string, error) {
 	return []string{v}, err
 }
 
+// Eligible: bd v0.27-v0.50's claim by id (bd update --claim) takes
+// nothing beyond an issue assigned to nobody: neither custom statuses nor
+// pools.
+func (t *tx) Eligible() (engine.Eligible, error) { return engine.Eligible{}, nil }
+
 // Read loads one issue with the columns the flavor reads.
 func (t *tx) Read(id string) (*engine.Row, error) {
 	cols := t.e.flavor.readCols

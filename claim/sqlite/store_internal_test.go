@@ -10,7 +10,7 @@ import (
 // open opens a Store on the SQLite workspace ws with this engine, as
 // claim/engines.Open does.
 func open(ctx context.Context, ws claim.Workspace, o claim.Options) (*claim.Store, error) {
-	e, err := Open(ctx, ws.DBPath, o.Config())
+	e, err := Open(ctx, ws.DBPath, ws.BeadsDir, o.Config())
 	if err != nil {
 		return nil, err
 	}

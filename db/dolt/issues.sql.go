@@ -137,7 +137,7 @@ SET assignee = ?,
     updated_at = ?,
     started_at = COALESCE(started_at, ?),
     row_lock = ?
-WHERE id = ? AND row_lock = ? AND status = 'open'
+WHERE id = ? AND row_lock = ? AND status = ?
 `
 
 type IssueClaimSetParams struct {
@@ -147,11 +147,13 @@ type IssueClaimSetParams struct {
 	NewRowLock int64
 	ID         string
 	RowLock    int64
+	FromStatus string
 }
 
 // IssueClaimSet is bd's claim (issueops.ClaimIssueInTx): the five cells of
 // the move to in_progress, guarded by a compare-and-swap on row_lock (which
-// every writer of status or assignee renews) and on the open status.
+// every writer of status or assignee renews) and on the status the claim
+// found it in (open, or a custom status bd's claim takes an issue from).
 func (q *Queries) IssueClaimSet(ctx context.Context, db DBTX, arg IssueClaimSetParams) (int64, error) {
 	result, err := db.ExecContext(ctx, issueClaimSet,
 		arg.Assignee,
@@ -160,6 +162,7 @@ func (q *Queries) IssueClaimSet(ctx context.Context, db DBTX, arg IssueClaimSetP
 		arg.NewRowLock,
 		arg.ID,
 		arg.RowLock,
+		arg.FromStatus,
 	)
 	if err != nil {
 		return 0, err

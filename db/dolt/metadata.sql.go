@@ -9,6 +9,30 @@ import (
 	"context"
 )
 
+const claimEligibility = `-- name: ClaimEligibility :one
+SELECT CAST((SELECT COALESCE(JSON_ARRAYAGG(JSON_ARRAY(name, category)), '[]') FROM custom_statuses) AS JSON) AS table_statuses,
+  CONCAT(COALESCE((SELECT ` + "`" + `value` + "`" + ` FROM config WHERE ` + "`" + `key` + "`" + ` = 'status.custom'), '')) AS config_statuses,
+  CONCAT(COALESCE((SELECT ` + "`" + `value` + "`" + ` FROM config WHERE ` + "`" + `key` + "`" + ` = 'claim.pools'), '')) AS pools
+`
+
+type ClaimEligibilityRow struct {
+	TableStatuses  string
+	ConfigStatuses string
+	Pools          string
+}
+
+// ClaimEligibility is what bd v1.3.0's claim by id reads of the workspace's
+// configuration (ClaimableSourceStatusesInTx, ClaimPoolAliasesInTx): the
+// custom_statuses table as a JSON array of [name, category], config
+// status.custom (read when the table is empty) and config claim.pools; ”
+// for a key that is unset (CONCAT: sqlc then types it as text).
+func (q *Queries) ClaimEligibility(ctx context.Context, db DBTX) (ClaimEligibilityRow, error) {
+	row := db.QueryRowContext(ctx, claimEligibility)
+	var i ClaimEligibilityRow
+	err := row.Scan(&i.TableStatuses, &i.ConfigStatuses, &i.Pools)
+	return i, err
+}
+
 const coordinationTouch = `-- name: CoordinationTouch :exec
 REPLACE INTO local_metadata (` + "`" + `key` + "`" + `, ` + "`" + `value` + "`" + `) VALUES (?, ?)
 `

@@ -131,7 +131,7 @@ SET assignee = ?,
     updated_at = ?,
     started_at = COALESCE(started_at, ?),
     row_lock = ?
-WHERE id = ? AND row_lock = ? AND status = 'open'
+WHERE id = ? AND row_lock = ? AND status = ?
 `
 
 type WispClaimSetParams struct {
@@ -141,6 +141,7 @@ type WispClaimSetParams struct {
 	NewRowLock int64
 	ID         string
 	RowLock    int64
+	FromStatus string
 }
 
 // WispClaimSet is IssueClaimSet on the wisps table: bd's ClaimIssueInTx
@@ -153,6 +154,7 @@ func (q *Queries) WispClaimSet(ctx context.Context, db DBTX, arg WispClaimSetPar
 		arg.NewRowLock,
 		arg.ID,
 		arg.RowLock,
+		arg.FromStatus,
 	)
 	if err != nil {
 		return 0, err

@@ -1,14 +1,15 @@
 -- name: IssueClaimSet :execrows
 -- IssueClaimSet is bd's claim (issueops.ClaimIssueInTx): the five cells of
 -- the move to in_progress, guarded by a compare-and-swap on row_lock (which
--- every writer of status or assignee renews) and on the open status.
+-- every writer of status or assignee renews) and on the status the claim
+-- found it in (open, or a custom status bd's claim takes an issue from).
 UPDATE issues
 SET assignee = sqlc.arg(assignee),
     status = 'in_progress',
     updated_at = sqlc.arg(now),
     started_at = COALESCE(started_at, sqlc.arg(started_at)),
     row_lock = sqlc.arg(new_row_lock)
-WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status = 'open';
+WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status = sqlc.arg(from_status);
 
 -- name: IssueHeldCount :one
 -- IssueHeldCount counts the in_progress issues and wisps assigned to an

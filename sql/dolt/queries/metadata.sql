@@ -20,3 +20,13 @@ REPLACE INTO local_metadata (`key`, `value`) VALUES (sqlc.arg(cell), sqlc.arg(st
 -- (CONCAT: sqlc then types it as text).
 SELECT CONCAT(COALESCE((SELECT GROUP_CONCAT(name ORDER BY name SEPARATOR ',') FROM custom_types), '')) AS table_types,
   CONCAT(COALESCE((SELECT `value` FROM config WHERE `key` = 'types.custom'), '')) AS config_types;
+
+-- name: ClaimEligibility :one
+-- ClaimEligibility is what bd v1.3.0's claim by id reads of the workspace's
+-- configuration (ClaimableSourceStatusesInTx, ClaimPoolAliasesInTx): the
+-- custom_statuses table as a JSON array of [name, category], config
+-- status.custom (read when the table is empty) and config claim.pools; ''
+-- for a key that is unset (CONCAT: sqlc then types it as text).
+SELECT CAST((SELECT COALESCE(JSON_ARRAYAGG(JSON_ARRAY(name, category)), '[]') FROM custom_statuses) AS JSON) AS table_statuses,
+  CONCAT(COALESCE((SELECT `value` FROM config WHERE `key` = 'status.custom'), '')) AS config_statuses,
+  CONCAT(COALESCE((SELECT `value` FROM config WHERE `key` = 'claim.pools'), '')) AS pools;

@@ -38,7 +38,7 @@ SET assignee = sqlc.arg(assignee),
     updated_at = sqlc.arg(now),
     started_at = COALESCE(started_at, sqlc.arg(started_at)),
     row_lock = sqlc.arg(new_row_lock)
-WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status = 'open';
+WHERE id = sqlc.arg(id) AND row_lock = sqlc.arg(row_lock) AND status = sqlc.arg(from_status);
 
 -- name: WispUnclaimSet :execrows
 -- WispUnclaimSet is IssueUnclaimSet on the wisps table (bd's
