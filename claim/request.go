@@ -35,6 +35,9 @@ type Request struct {
 	Lease   time.Duration // lease of the claim; 0 = none (held until released)
 	MaxHeld int           // claim nothing new while Agent holds this many in_progress issues; 0 = no limit
 	Wait    time.Duration // when nothing is claimable, keep watching this long
+	// BdJSON asks for the issue as the workspace's bd prints its own claim
+	// with --json too (Result.BdJSON).
+	BdJSON bool
 }
 
 // Validate checks the request and normalises its filters (see
