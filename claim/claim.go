@@ -3,6 +3,7 @@ package claim
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,6 +25,14 @@ type Result struct {
 	// claimed.
 	Resumed bool
 	Reason  string
+	// BdJSON, when the request asks for it, is the issue as the
+	// workspace's bd prints it in the list of its own claim's --json
+	// (compact; nil without an issue): for a claim-next the element of
+	// `bd ready --claim --json` (bd v1.3), for a claim by id, and on the
+	// SQLite releases, that of `bd update ID --claim --json`. It is read
+	// in the claim's transaction, after the claim (on a dry run, as the
+	// issue is).
+	BdJSON json.RawMessage
 }
 
 // Claim claims one issue for req.Agent, or with req.DryRun only finds it.
@@ -50,7 +59,10 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 		err := s.look(ctx, "find a ready issue", func(tx engine.Tx) error {
 			c, err := s.choose(tx, &req, nil)
 			res = c.result()
-			return err
+			if err != nil {
+				return err
+			}
+			return printed(tx, req, &res)
 		})
 		return res, err
 	}
@@ -84,17 +96,29 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 			agent = c.held.Holder
 		}
 		taken, err := tx.Take(engine.Claim{Row: c.r, Agent: agent, ByID: req.ID != "", Lease: req.Lease, Held: c.held})
+		if err != nil {
+			return err
+		}
 		res = c.result()
 		res.ClaimID = taken.ClaimID
 		if taken.Lease != nil { // else a re-claim keeps its lease (result)
 			res.Lease = taken.Lease
 		}
-		return err
+		return printed(tx, req, &res)
 	})
 	if err != nil {
 		return Result{}, err
 	}
 	return res, nil
+}
+
+// printed adds to res, when req asks for it, its issue as the workspace's
+// bd prints its own claim with --json (Result.BdJSON).
+func printed(tx engine.Tx, req Request, res *Result) (err error) {
+	if req.BdJSON && res.Issue != nil {
+		res.BdJSON, err = tx.BdJSON(res.Issue.ID, req.ID != "")
+	}
+	return err
 }
 
 // NoReadyIssue is the reason of a claim-next that finds no issue passing
@@ -385,6 +409,7 @@ func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 	defer tick.Stop()
 	look := req
 	look.DryRun = true
+	look.BdJSON = req.BdJSON && req.DryRun // else the claim that follows prints
 	for {
 		seen, looked := changes(), time.Now()
 		res, err := s.claimOnce(ctx, look)

@@ -37,6 +37,9 @@ type Request struct {
 	// renewed, and claims nothing new; otherwise the claim goes on as
 	// usual. Not with ID.
 	Resume bool
+	// BdJSON asks for the issue as the workspace's bd prints its own claim
+	// with --json too (Result.BdJSON).
+	BdJSON bool
 }
 
 // Validate checks the request and normalises its filters (see

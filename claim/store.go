@@ -81,6 +81,12 @@ func New(ws Workspace, e engine.Engine, o Options) *Store {
 // Dolt.
 func (s *Store) Version() Version { return s.flavor.Version }
 
+// BdJSONEnvelope says whether the workspace's bd wraps what it prints with
+// --json in {"data": ..., "schema_version": 1} when the environment has
+// BD_JSON_ENVELOPE=1 (bd v1.3 does, the SQLite releases do not): what
+// prints Result.BdJSON as bd would follows it.
+func (s *Store) BdJSONEnvelope() bool { return s.flavor.JSONEnvelope }
+
 // Version is a bd release, major.minor.patch.
 type Version = engine.Version
 

@@ -95,3 +95,28 @@ func TestWaitByID(t *testing.T) {
 	assert.Equal(t, claim.ErrorCode(err), claim.ENotFound)
 	assert.Assert(t, time.Since(start) < time.Second)
 }
+
+// A waiting claim that asks for bd's JSON gets it from the look that
+// finds the issue (a dry run: the issue as it is) or from the claim that
+// follows it (the issue as claimed); a wait that ends with nothing has
+// none.
+func TestWaitBdJSON(t *testing.T) {
+	s, _, _ := lifecycle(t, "0.49.6", nil)
+	ctx := context.Background()
+	now, err := s.Claim(ctx, claim.Request{Agent: "w", DryRun: true, BdJSON: true})
+	assert.NilError(t, err)
+	dry, err := s.Claim(ctx, claim.Request{Agent: "w", DryRun: true, BdJSON: true, Wait: time.Minute})
+	assert.NilError(t, err)
+	assert.Equal(t, string(dry.BdJSON), string(now.BdJSON))
+	assert.Assert(t, is.Contains(string(dry.BdJSON), `"status":"open"`))
+
+	res, err := s.Claim(ctx, claim.Request{Agent: "w", BdJSON: true, Wait: time.Minute})
+	assert.NilError(t, err)
+	assert.Equal(t, res.Issue.ID, dry.Issue.ID)
+	assert.Assert(t, is.Contains(string(res.BdJSON), `"status":"in_progress","priority":`), "%s", res.BdJSON)
+	assert.Assert(t, is.Contains(string(res.BdJSON), `"assignee":"w"`), "%s", res.BdJSON)
+
+	res, err = s.Claim(ctx, claim.Request{Agent: "w", BdJSON: true, Filters: claim.Filters{IncludeLabels: []string{"nope"}}, Wait: 50 * time.Millisecond})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue == nil && res.BdJSON == nil, "%+v", res)
+}

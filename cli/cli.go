@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -243,6 +244,7 @@ func claimFlagSet(fs *pflag.FlagSet, o *options) {
 	fs.BoolVar(&o.req.DryRun, "dry-run", false, "report the issue that would be claimed; change nothing")
 	fs.BoolVar(&o.req.Resume, "resume", false, "if the agent holds an in_progress issue that passes the filters, return it (the oldest claim) and renew its lease; claim nothing new")
 	fs.BoolVar(&o.explain, "explain", false, "with --dry-run: count the open issues each rule excludes")
+	fs.BoolVar(&o.req.BdJSON, "bd-json", false, "print the claim as the workspace's bd prints its own (bd ready --claim --json; with --id, bd update ID --claim --json): a list of the issue, or [] and exit 0 when none; errors on stderr")
 	fs.StringVar(&o.wait, "wait", "0", "when nothing is claimable, wait up to this long (e.g. 30s, 10m) for an issue")
 	settingFlags(fs, o, append([]string{"lease", "max-held"}, policyNames...)...)
 	// bd ready --claim refuses these; they are here to say why.
@@ -290,6 +292,16 @@ func claimCheck(o *options) error {
 	if o.explain && !o.req.DryRun {
 		return claim.Errorf(claim.EInvalid, "--explain needs --dry-run")
 	}
+	if o.req.BdJSON {
+		switch {
+		case o.human:
+			return claim.Errorf(claim.EInvalid, "--bd-json prints bd's JSON: --human does not go with it")
+		case o.pretty:
+			return claim.Errorf(claim.EInvalid, "--bd-json prints bd's JSON, indented as bd indents it: --pretty does not go with it")
+		case o.explain:
+			return claim.Errorf(claim.EInvalid, "--explain: bd's JSON has no room for its counts (bd ready --claim refuses --explain too); drop --bd-json to see them")
+		}
+	}
 	var err error
 	if o.req.Wait, err = claim.ParseDuration("wait", o.wait, claim.MaxWait); err != nil {
 		return err
@@ -327,6 +339,7 @@ func doClaim(ctx context.Context, s *claim.Store, o *options, out output, log *s
 		log.Debug("issue_claim_waiting", "agent", req.Agent, filters, "wait", req.Wait.String())
 	}
 	res, err := s.Claim(ctx, req)
+	out.envelope = req.BdJSON && o.getenv("BD_JSON_ENVELOPE") == "1" && s.BdJSONEnvelope() // as bd's jsonEnvelopeEnabled
 	var explain *claim.Explanation
 	if err == nil && o.explain {
 		var e claim.Explanation
@@ -340,6 +353,9 @@ func doClaim(ctx context.Context, s *claim.Store, o *options, out output, log *s
 	case res.Issue == nil:
 		log.Info("issue_claim_no_issue", "agent", req.Agent, filters, "dry_run", req.DryRun, "reason", res.Reason, o.elapsed())
 		out.claimed(req, res, explain)
+		if req.BdJSON {
+			return ExitClaimed // bd prints [] and exits 0
+		}
 		return ExitNoIssue
 	default:
 		attrs := []any{"issue_id", res.Issue.ID, "agent", req.Agent, filters, "dry_run", req.DryRun, "claim_id", res.ClaimID}
@@ -406,7 +422,10 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 			o.req.Agent = "bd-claim"
 		}
 	}
-	out := output{w: stdout, errw: stderr, human: o.human, pretty: o.pretty, agent: o.req.Agent}
+	out := output{w: stdout, errw: stderr, human: o.human, pretty: o.pretty, agent: o.req.Agent, bd: o.req.BdJSON}
+	if err != nil {
+		out.bd = bdJSONAsked(args) // what pflag did not get to
+	}
 	if err == nil {
 		err = o.validate(c)
 	}
@@ -441,6 +460,22 @@ func run(ctx context.Context, c *command, args []string, stdout, stderr io.Write
 	// only grows, and every new process re-reads it.
 	defer store.Close()
 	return c.do(ctx, store, o, out, log)
+}
+
+// bdJSONAsked says whether args ask for --bd-json, for a command line
+// that does not parse: its error goes to stderr then too, so that a
+// script that reads bd's JSON on stdout finds none.
+func bdJSONAsked(args []string) (asked bool) {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--bd-json"); ok && (v == "" || v[0] == '=') {
+			b, err := strconv.ParseBool(strings.TrimPrefix(v, "="))
+			asked = b || err != nil // --bd-json alone, or a value pflag refuses
+		}
+	}
+	return asked
 }
 
 // envActor is the actor that bd v1.3 takes from the environment when no
@@ -631,10 +666,13 @@ func errAttr(err error) slog.Attr {
 	return slog.Group("error", "code", claim.ErrorCode(err), "message", claim.ErrorMessage(err))
 }
 
-// output renders results as the JSON contract or as text for a person.
+// output renders results as the JSON contract or as text for a person, or
+// a claim as the workspace's bd prints its own (bd: --bd-json, whose
+// errors go to stderr).
 type output struct {
 	w, errw       io.Writer
 	human, pretty bool
+	bd, envelope  bool // envelope: bd's JSON in bd's envelope (BD_JSON_ENVELOPE=1)
 	agent         string
 }
 
@@ -672,6 +710,22 @@ func leaseUntil(l *claim.Lease) *time.Time {
 }
 
 func (o output) claimed(req claim.Request, res claim.Result, explain *claim.Explanation) {
+	if o.bd {
+		// bd's json.Encoder, indented by two spaces: [] when nothing was
+		// claimed; in the envelope, a map, whose keys encoding/json sorts.
+		list := []json.RawMessage{}
+		if res.BdJSON != nil {
+			list = append(list, res.BdJSON)
+		}
+		var v any = list
+		if o.envelope {
+			v = map[string]any{"data": list, "schema_version": 1}
+		}
+		enc := json.NewEncoder(o.w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(v) // stdout write errors have nowhere better to go
+		return
+	}
 	if !o.human {
 		o.json(envelope{Status: "ok", Agent: req.Agent, DryRun: req.DryRun, Issue: res.Issue, ClaimID: res.ClaimID,
 			LeaseExpiresAt: leaseUntil(res.Lease), TookOver: res.TookOver, Resumed: res.Resumed, Reason: res.Reason, Explain: explain, Filters: &req.Filters})
@@ -730,6 +784,9 @@ func (o output) fail(code int, err error) int {
 	var ce *claim.Error
 	if errors.As(err, &ce) {
 		body.Holder, body.HolderClaimID = ce.Holder, ce.HolderClaimID
+	}
+	if o.bd { // stdout carries bd's JSON only: the error is JSON on stderr
+		o.w, o.human = o.errw, false
 	}
 	if o.human {
 		fmt.Fprintf(o.errw, "bd-claim: %s: %s\n", body.Code, body.Message)

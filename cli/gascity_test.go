@@ -19,30 +19,6 @@ import (
 	"github.com/bdclaim/bd-claim/claim/claimtest"
 )
 
-// gascityFlagsExist says whether bd-claim has every flag that
-// scripts/gascity-work-query.sh passes. --resume exists; --bd-json (issue
-// #38, bd's own JSON on stdout) does not yet. Until it does, the recipe's
-// tests run the script through bdJSONShim, which drops --bd-json before
-// it calls bd-claim, and read what bd-claim then prints, its own JSON
-// contract (the issue, or null with exit 3 when there is none): the script's
-// choices (claim or look, --resume, the routed filter, the actor, its exit
-// status) are tested on the real bd-claim, and only bd's JSON shape is not.
-// Set it to true in the change that adds --bd-json: the tests then run
-// the script as it is and decode stdout as Gas City does, a list of
-// issues, `[]` with exit 0 when there is none.
-const gascityFlagsExist = false
-
-// bdJSONShim is a bd-claim for the script, until --bd-json exists: the
-// built bd-claim without --bd-json.
-const bdJSONShim = `#!/bin/sh
-# bd-claim without --bd-json, which it does not have yet (cli/gascity_test.go).
-for a do
-	shift
-	[ "$a" = --bd-json ] || set -- "$@" "$a"
-done
-exec "%s" "$@"
-`
-
 // gascityBudget is how long Gas City's gc hook lets a work_query run
 // (hookWorkQueryTimeout, 150 s in the Gas City releases that claim with
 // gc hook --claim).
@@ -60,8 +36,6 @@ func gascityHook(t *testing.T, w *claimtest.BdWorkspace, bin string, env ...stri
 }
 
 // gascityCall is gascityHook that returns its failure, for goroutines.
-// Until --bd-json exists (gascityFlagsExist), it reads bd-claim's own JSON
-// instead: its issue as a list of one, none (exit 3) as an empty list.
 func gascityCall(w *claimtest.BdWorkspace, bin string, env ...string) ([]map[string]any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), gascityBudget)
 	defer cancel()
@@ -74,19 +48,6 @@ func gascityCall(w *claimtest.BdWorkspace, bin string, env ...string) ([]map[str
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	var issues []map[string]any
-	if !gascityFlagsExist {
-		var env struct {
-			Status string
-			Issue  map[string]any
-		}
-		if code := cmd.ProcessState.ExitCode(); (code != 0 && code != 3) || json.Unmarshal(out, &env) != nil || env.Status != "ok" || (code == 3) != (env.Issue == nil) {
-			return nil, fmt.Errorf("exit status %d; stdout: %s; stderr: %s", code, out, stderr.String())
-		}
-		if env.Issue != nil {
-			issues = append(issues, env.Issue)
-		}
-		return issues, nil
-	}
 	if err != nil {
 		return nil, fmt.Errorf("%v; stdout: %s; stderr: %s", err, out, stderr.String())
 	}
@@ -117,11 +78,7 @@ func routedWorkspace(t *testing.T, n int) (w *claimtest.BdWorkspace, bin string,
 		}
 	}
 	bin = t.TempDir()
-	if gascityFlagsExist {
-		assert.NilError(t, os.Symlink(binary, filepath.Join(bin, "bd-claim")))
-	} else {
-		assert.NilError(t, os.WriteFile(filepath.Join(bin, "bd-claim"), fmt.Appendf(nil, bdJSONShim, binary), 0o755))
-	}
+	assert.NilError(t, os.Symlink(binary, filepath.Join(bin, "bd-claim")))
 	return w, bin, routed
 }
 

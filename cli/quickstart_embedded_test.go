@@ -49,7 +49,7 @@ func quickStart(t *testing.T) []string {
 // without a heartbeat: its claim (made without --lease) is still its own
 // when it closes it, though bd's 5-minute lease on it lapsed and eight
 // agents claimed meanwhile. The README's example issue (fx-lbq) is the one
-// the agent claimed.
+// the agent claimed. Then the README's drop-in for bd ready --claim --json.
 func TestEmbeddedQuickStart(t *testing.T) {
 	w := claimtest.EmbeddedWorkspace(t, "qs")
 	for _, args := range [][]string{
@@ -123,4 +123,14 @@ func TestEmbeddedQuickStart(t *testing.T) {
 	sh(step("bd-claim heartbeat --agent backend-1 --id fx-lbq"))
 	sh(step("bd-claim reap --older-than 1h"))
 	sh(step("bd-claim release --agent backend-1 --id fx-lbq --failed"))
+
+	// The drop-in for bd ready --claim --json: bd's list of the claimed
+	// issue, then [] (exit 0) once nothing is left (the released issue
+	// backs off).
+	w.OK("create", "Drop-in", "-p", "0")
+	var list []struct{ ID, Title, Status, Assignee string }
+	assert.NilError(t, json.Unmarshal([]byte(sh(step("BEADS_ACTOR=backend-1 bd-claim --bd-json"))), &list))
+	assert.Equal(t, len(list), 1)
+	assert.Equal(t, list[0].Title+"/"+list[0].Status+"/"+list[0].Assignee, "Drop-in/in_progress/backend-1")
+	assert.Equal(t, sh(step("BEADS_ACTOR=backend-1 bd-claim --bd-json")), "[]\n")
 }

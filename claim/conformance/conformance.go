@@ -8,6 +8,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -117,6 +118,7 @@ var checks = []struct {
 	{"wait wakes on a release", confWait},
 	{"stats and explain agree", confFigures},
 	{"close: the fence, and bd ready as after bd close", confClose},
+	{"bd's JSON of a claim", confBdJSON},
 }
 
 // Claim-next takes bd ready's head for each sort and filter, and what
@@ -162,6 +164,50 @@ func confOrder(t *testing.T, w *Workspace) {
 	res, err := s.Claim(ctx, claim.Request{Agent: "o"})
 	assert.NilError(t, err)
 	assert.Assert(t, res.Issue == nil, "drained: %+v", res.Issue)
+}
+
+// A claim or a dry run that asks for bd's JSON gets the issue as bd show
+// has it (after the claim, or as it is): for a claim-next and a claim by
+// id (of an issue without labels, which bd update --claim leaves out in
+// proxied-server mode); none without an issue, nor unasked. What else it
+// holds, byte for byte, is against the real bd in cli's parity tests.
+func confBdJSON(t *testing.T, w *Workspace) {
+	ctx := context.Background()
+	a := w.Create(t, "first <a>", "-p", "1", "-l", "x,y")
+	b := w.Create(t, "second", "-p", "2")
+	s := w.Store(t, claim.Options{})
+	type shown struct {
+		ID, Title, Status, Assignee string
+		Priority                    int
+		Labels                      []string
+	}
+	show := func(id string) shown {
+		t.Helper()
+		var list []shown
+		w.JSON(&list, "show", id)
+		assert.Equal(t, len(list), 1)
+		return list[0]
+	}
+	bd := func(res claim.Result) shown {
+		t.Helper()
+		var iss shown
+		assert.NilError(t, json.Unmarshal(res.BdJSON, &iss), "%s", res.BdJSON)
+		return iss
+	}
+	for _, req := range []claim.Request{{Agent: "j", DryRun: true, BdJSON: true}, {Agent: "j", BdJSON: true},
+		{Agent: "j", ID: b, DryRun: true, BdJSON: true}, {Agent: "j", ID: b, BdJSON: true}, {Agent: "j", ID: b, BdJSON: true}} {
+		res, err := s.Claim(ctx, req)
+		assert.NilError(t, err)
+		assert.DeepEqual(t, bd(res), show(res.Issue.ID))
+	}
+	assert.Equal(t, w.Show(t, a)+" "+w.Show(t, b), "in_progress/j in_progress/j")
+	res, err := s.Claim(ctx, claim.Request{Agent: "j", BdJSON: true})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue == nil && res.BdJSON == nil, "%+v", res)
+	w.Create(t, "third", "-p", "3")
+	res, err = s.Claim(ctx, claim.Request{Agent: "j"})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Issue != nil && res.BdJSON == nil, "%+v", res)
 }
 
 // An --id claim refuses, with its code and reason, what claim-next would

@@ -128,6 +128,27 @@ func TestDoltEveryStatementFailureRollsBack(t *testing.T) {
 		{"dry run", nil, false, nil, func(s *claim.Store, _, label string) error {
 			return ok(s.Claim(ctx, claim.Request{Agent: "a", DryRun: true, Filters: claim.Filters{IncludeLabels: []string{label}}}))
 		}},
+		{"claim next, bd's JSON", nil, false, nil, func(s *claim.Store, id, label string) error {
+			res, err := s.Claim(ctx, claim.Request{Agent: "a", BdJSON: true, Filters: claim.Filters{IncludeLabels: []string{label}}})
+			if err == nil {
+				assert.Assert(t, strings.HasPrefix(string(res.BdJSON), `{"id":"`+id+`"`) && strings.HasSuffix(string(res.BdJSON), `"comment_count":0}`), "%s", res.BdJSON)
+			}
+			return err
+		}},
+		{"claim next of a wisp, bd's JSON", nil, true, nil, func(s *claim.Store, id, label string) error {
+			res, err := s.Claim(ctx, claim.Request{Agent: "a", BdJSON: true, Filters: claim.Filters{IncludeLabels: []string{label}}})
+			if err == nil {
+				assert.Assert(t, strings.HasPrefix(string(res.BdJSON), `{"id":"`+id+`"`) && strings.HasSuffix(string(res.BdJSON), `"comment_count":0}`), "%s", res.BdJSON)
+			}
+			return err
+		}},
+		{"claim --id, bd's JSON", nil, false, nil, func(s *claim.Store, id, _ string) error {
+			res, err := s.Claim(ctx, claim.Request{Agent: "a", ID: id, BdJSON: true})
+			if err == nil {
+				assert.Assert(t, strings.HasSuffix(string(res.BdJSON), `"labels":["`+strings.TrimPrefix(id, w.Prefix+"-")+`"]}`), "%s", res.BdJSON)
+			}
+			return err
+		}},
 		{"re-claim with a lease", nil, false, func(s *claim.Store, id string) {
 			claimtest.Must[claim.Result](t)(s.Claim(ctx, claim.Request{Agent: "w", ID: id}))
 		},

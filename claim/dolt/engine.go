@@ -57,8 +57,8 @@ const doltLease = 5 * time.Minute
 // doltStyle is what differs in what the bd of a link's mode writes: its
 // Dolt commits (who authors them, what they stage, the messages that
 // differ between modes; the others are the same in every mode: bd: claim
-// ready ID, bd: update ID), and whether an event's old_value JSON lists
-// the issue's labels.
+// ready ID, bd: update ID), whether an event's old_value JSON lists the
+// issue's labels, and how its claims' --json reads the issue.
 type doltStyle struct {
 	doltCommitter // a claim's commits, and a label change's
 	// swept is who makes the commits of a release (bd unclaim) and of a
@@ -72,12 +72,16 @@ type doltStyle struct {
 	label   func(verb, id string) string
 	unclaim func(id, actor string) string
 	reclaim func(ids []string, actor string) string
-	// updateLabels: the old_value of the claimed event of a claim by id
-	// (bd update --claim) lists the issue's labels. Server and embedded
-	// mode claim through issueops, which reads them; proxied mode through
-	// its issue repository, which does not (its claim-next, through
-	// issueops, does).
+	// updateLabels: a claim by id (bd update --claim) shows the issue's
+	// labels, in the old_value of its claimed event and in its --json.
+	// Server and embedded mode claim through issueops, which reads them;
+	// proxied mode through its issue repository, which does not, and its
+	// --json strips them (its claim-next, through issueops, lists them
+	// in both).
 	updateLabels bool
+	// uow: a claim-next's --json hydrates the issue through the proxied
+	// unit of work's repositories, not through issueops (bdjson.go).
+	uow bool
 }
 
 // doltCommitter is who authors a Dolt commit and what it stages.
@@ -137,12 +141,14 @@ var proxiedCommitter = doltCommitter{author: "root <root@localhost>", all: true}
 // proxiedStyle are bd's Dolt commits in proxied-server mode, all by its
 // committer: a label change is an issue update without a message of its
 // own ("update issue"); bd reclaim names the issues; its claim by id's
-// event has no labels.
+// event and --json have no labels; its claim-next's --json is the unit of
+// work's.
 var proxiedStyle = doltStyle{
 	doltCommitter: proxiedCommitter, swept: proxiedCommitter,
 	label:   func(string, string) string { return "update issue" },
 	unclaim: bdUnclaim,
 	reclaim: func(ids []string, _ string) string { return "bd: reclaim " + strings.Join(ids, ", ") },
+	uow:     true,
 }
 
 // doltTime is how bd binds events.created_at: UTC, whole seconds, as text.

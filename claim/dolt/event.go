@@ -25,7 +25,8 @@ import (
 // field that encoding/json prints, in the same order with the same tags, so
 // that json.Marshal prints the same bytes. The json:"-" fields are left out;
 // the relational ones (dependencies, comments, bonded_from) are never filled
-// by GetIssueInTx and stay nil.
+// by GetIssueInTx and stay nil, but for the dependencies that bd ready
+// --claim's --json lists (bdjson.go).
 type Issue struct {
 	ID                 string `json:"id"`
 	Title              string `json:"title"`
@@ -68,7 +69,7 @@ type Issue struct {
 	OriginalSize      int        `json:"original_size,omitempty"`
 
 	Labels       []string          `json:"labels,omitempty"`
-	Dependencies []json.RawMessage `json:"dependencies,omitempty"` // never filled here
+	Dependencies []*Dependency     `json:"dependencies,omitempty"` // only bd ready --claim's --json fills them (ReadyIssue)
 	Comments     []json.RawMessage `json:"comments,omitempty"`     // never filled here
 
 	Sender       string `json:"sender,omitempty"`

@@ -28,7 +28,8 @@ var flavor = engine.Flavor{
 	},
 	ExcludedTypes: []string{"merge-request", "gate", "molecule", "rig", "agent", "role", "message"},
 	Glob:          doltGlob, Regexp: doltRegexp, Metadata: &doltMetadata,
-	Types: []string{"bug", "feature", "task", "epic", "chore", "decision", "message", "molecule", "gate", "spike", "story", "milestone", "event"},
+	Types:        []string{"bug", "feature", "task", "epic", "chore", "decision", "message", "molecule", "gate", "spike", "story", "milestone", "event"},
+	JSONEnvelope: true, // cmd/bd/output.go
 }
 
 // history is how Dolt's events record the failure policy's attempts: a

@@ -108,6 +108,13 @@ type Tx interface {
 	Failures(id string) (FailureHistory, error)
 	// Read loads issue id for a write.
 	Read(id string) (*Row, error)
+	// BdJSON is issue id, as it is now, as the workspace's bd prints it
+	// in the list its own claim prints with --json: `bd ready --claim
+	// --json`'s (a claim-next) or `bd update ID --claim --json`'s (byID),
+	// in bd's key order and form, compact. Where the two differ and what
+	// each holds is the engine's bd's (the SQLite releases print their
+	// update's for both).
+	BdJSON(id string, byID bool) ([]byte, error)
 	// Take writes claim c as the workspace's bd writes one (of an open
 	// issue: a takeover ends the expired claim first, EndClaim).
 	Take(c Claim) (Taken, error)

@@ -55,6 +55,9 @@ type Flavor struct {
 	Hybrid    func(now string) (string, []any)
 	History   History // how the failure policy reads failed attempts
 	EventTime string  // layout of events.created_at and of the database's datetime()
+	// JSONEnvelope: what its bd prints with --json it wraps in
+	// {"data": ..., "schema_version": 1} when BD_JSON_ENVELOPE=1.
+	JSONEnvelope bool
 }
 
 // MetadataMatch is how a flavor reads bd's issues.metadata (a JSON object)

@@ -728,6 +728,20 @@ func TestClaimInvalidMetadataFallsBackToID(t *testing.T) {
 	assert.Equal(t, lastOldValue(t, path, id), `{"id":"`+id+`"}`)
 }
 
+// bd's --json of such an issue fails too: a claim that asks for bd's JSON
+// of it is refused, with what to do, and claims nothing; a dry run too.
+func TestBdJSONInvalidMetadata(t *testing.T) {
+	t.Parallel()
+	s, path, id := firstClaimable(t, "0.49.6", `metadata = '{broken'`)
+	before := claimtest.Snapshot(t, path)
+	for _, dry := range []bool{false, true} {
+		_, err := s.Claim(context.Background(), claim.Request{Agent: "meta", BdJSON: true, DryRun: dry})
+		assert.Equal(t, claim.ErrorCode(err), claim.ESchema)
+		assert.ErrorContains(t, err, "issue "+id+": its metadata is not JSON, and bd's --json cannot print it either; give it JSON metadata (bd update "+id+" --metadata '{}')")
+	}
+	assert.DeepEqual(t, claimtest.Snapshot(t, path), before)
+}
+
 // waiters are hashed element by element, each followed by NUL; anything
 // but a JSON array of strings hashes as no waiters.
 func TestContentHashWaiters(t *testing.T) {

@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -90,6 +92,16 @@ func TestEveryStatementFailureRollsBack(t *testing.T) {
 				return errors.New("claimed nothing")
 			}
 			return err
+		}},
+		{"claim next, bd's JSON", nil, func(s *claim.Store) error {
+			res, err := s.Claim(ctx, claim.Request{Agent: "a", BdJSON: true})
+			if err == nil && !json.Valid(res.BdJSON) {
+				return fmt.Errorf("bd's JSON: %q", res.BdJSON)
+			}
+			return err
+		}},
+		{"dry run, bd's JSON", nil, func(s *claim.Store) error {
+			return ok(s.Claim(ctx, claim.Request{Agent: "a", DryRun: true, BdJSON: true}))
 		}},
 		{"claim next, max held", held, func(s *claim.Store) error { return ok(s.Claim(ctx, claim.Request{Agent: "w", MaxHeld: 1})) }},
 		{"claim next, takeover", leased, func(s *claim.Store) error { return ok(s.Claim(ctx, claim.Request{Agent: "new"})) }},

@@ -429,9 +429,20 @@ var modernJSON = []jsonField{
 }
 
 // eventOldValue is the old_value bd writes in a claim's event: the issue as
-// bd's json.Marshal prints it. Like bd, it falls back to {"id":...} when the
-// issue cannot be marshalled (invalid metadata JSON).
+// bd's json.Marshal prints it (issueJSON). Like bd, it falls back to
+// {"id":...} when the issue cannot be marshalled (invalid metadata JSON).
 func (fl flavor) eventOldValue(r *engine.Row) string {
+	b, ok := fl.issueJSON(r)
+	if !ok {
+		b, _ = json.Marshal(map[string]string{"id": r.ID})
+	}
+	return string(b)
+}
+
+// issueJSON is r as bd's json.Marshal prints the types.Issue its GetIssue
+// reads (the flavor's payload fields, labels included); ok is false when
+// bd cannot marshal it (invalid metadata JSON).
+func (fl flavor) issueJSON(r *engine.Row) (_ []byte, ok bool) {
 	cols := r.Data.(columns)
 	var b bytes.Buffer
 	b.WriteByte('{')
@@ -445,8 +456,7 @@ func (fl flavor) eventOldValue(r *engine.Row) string {
 			continue
 		}
 		if val == nil {
-			idOnly, _ := json.Marshal(map[string]string{"id": r.ID})
-			return string(idOnly)
+			return nil, false
 		}
 		if b.Len() > 1 {
 			b.WriteByte(',')
@@ -457,7 +467,7 @@ func (fl flavor) eventOldValue(r *engine.Row) string {
 		b.Write(val)
 	}
 	b.WriteByte('}')
-	return b.String()
+	return b.Bytes(), true
 }
 
 // jsonValue encodes one field; ok is false when bd would omit it, and a nil
@@ -494,11 +504,13 @@ func jsonValue(kind jsonKind, v sql.NullString, labels []string) (val []byte, ok
 		if v.String == "" || v.String == "{}" {
 			return nil, false
 		}
-		var c bytes.Buffer
-		if json.Compact(&c, []byte(v.String)) != nil {
+		// json.RawMessage: compacted, and <, > and & escaped, as in the
+		// rest of encoding/json's output.
+		c, err := json.Marshal(json.RawMessage(v.String))
+		if err != nil {
 			return nil, true
 		}
-		return c.Bytes(), true
+		return c, true
 	case jsonList:
 		list := stringList(v.String)
 		if len(list) == 0 {

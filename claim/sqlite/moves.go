@@ -99,6 +99,23 @@ func (t *tx) Read(id string) (*engine.Row, error) {
 	return r, nil
 }
 
+// BdJSON is issue id, now, as the workspace's bd prints it in the list of
+// `bd update ID --claim --json`, which the SQLite releases print for every
+// claim (they have no bd ready --claim): its types.Issue as GetIssue reads
+// it (flavor.issueJSON). An issue whose metadata is not JSON is refused, as
+// bd's --json fails on it.
+func (t *tx) BdJSON(id string, _ bool) ([]byte, error) {
+	r, err := t.Read(id)
+	if err != nil {
+		return nil, err
+	}
+	b, ok := t.e.flavor.issueJSON(r)
+	if !ok {
+		return nil, engine.Errorf(engine.ESchema, "issue %s: its metadata is not JSON, and bd's --json cannot print it either; give it JSON metadata (bd update %s --metadata '{}')", id, id)
+	}
+	return b, nil
+}
+
 func (t *tx) Verdicts(spec engine.Spec, id string) ([]bool, error) {
 	return engine.ReadVerdicts(t.ctx, t.conn, spec, id)
 }

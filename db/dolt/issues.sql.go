@@ -350,6 +350,56 @@ func (q *Queries) IssueCloseSet(ctx context.Context, db DBTX, arg IssueCloseSetP
 	return result.RowsAffected()
 }
 
+const issueCounts = `-- name: IssueCounts :one
+SELECT CAST((SELECT count(*) FROM dependencies d WHERE d.issue_id = ? AND d.type = 'blocks') AS SIGNED) AS blockers,
+       CAST((SELECT count(*) FROM wisp_dependencies d WHERE d.issue_id = ? AND d.type = 'blocks') AS SIGNED) AS wisp_blockers,
+       CAST((SELECT count(*) FROM dependencies d
+             WHERE COALESCE(d.depends_on_issue_id, d.depends_on_wisp_id, d.depends_on_external) = CAST(? AS CHAR) AND d.type = 'blocks') AS SIGNED) AS dependents,
+       CAST((SELECT count(*) FROM wisp_dependencies d
+             WHERE COALESCE(d.depends_on_issue_id, d.depends_on_wisp_id, d.depends_on_external) = CAST(? AS CHAR) AND d.type = 'blocks') AS SIGNED) AS wisp_dependents,
+       CAST((SELECT count(*) FROM comments c WHERE c.issue_id = ?) AS SIGNED) AS comments,
+       CAST((SELECT count(*) FROM wisp_comments c WHERE c.issue_id = ?) AS SIGNED) AS wisp_comments
+`
+
+type IssueCountsParams struct {
+	ID string
+}
+
+type IssueCountsRow struct {
+	Blockers       int64
+	WispBlockers   int64
+	Dependents     int64
+	WispDependents int64
+	Comments       int64
+	WispComments   int64
+}
+
+// IssueCounts reads the counts bd v1.3.0's --json of a claim-next prints
+// for an issue or a wisp, each from the issues' tables and from the wisp
+// tables, for the mode's bd to add up as it does (claim/dolt/bdjson.go):
+// its blocks edges (dependency_count), the blocks edges to it
+// (dependent_count) and its comments.
+func (q *Queries) IssueCounts(ctx context.Context, db DBTX, arg IssueCountsParams) (IssueCountsRow, error) {
+	row := db.QueryRowContext(ctx, issueCounts,
+		arg.ID,
+		arg.ID,
+		arg.ID,
+		arg.ID,
+		arg.ID,
+		arg.ID,
+	)
+	var i IssueCountsRow
+	err := row.Scan(
+		&i.Blockers,
+		&i.WispBlockers,
+		&i.Dependents,
+		&i.WispDependents,
+		&i.Comments,
+		&i.WispComments,
+	)
+	return i, err
+}
+
 const issueHeldCount = `-- name: IssueHeldCount :one
 SELECT CAST((SELECT count(*) FROM issues i WHERE i.assignee = ? AND i.status = 'in_progress')
   + (SELECT count(*) FROM wisps w WHERE w.assignee = ? AND w.status = 'in_progress') AS SIGNED) AS held

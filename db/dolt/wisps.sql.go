@@ -190,6 +190,53 @@ func (q *Queries) WispClaimState(ctx context.Context, db DBTX, id string) (WispC
 	return i, err
 }
 
+const wispDependencyRecords = `-- name: WispDependencyRecords :many
+SELECT issue_id, COALESCE(depends_on_issue_id, depends_on_wisp_id, depends_on_external) AS depends_on_id, type, created_at, created_by, metadata, thread_id FROM wisp_dependencies WHERE issue_id IN (?) ORDER BY issue_id
+`
+
+type WispDependencyRecordsRow struct {
+	IssueID     string
+	DependsOnID sql.NullString
+	Type        string
+	CreatedAt   sql.NullTime
+	CreatedBy   sql.NullString
+	Metadata    sql.NullString
+	ThreadID    sql.NullString
+}
+
+// WispDependencyRecords is DependencyRecords for a wisp, whose records bd
+// keeps in wisp_dependencies.
+func (q *Queries) WispDependencyRecords(ctx context.Context, db DBTX, id string) ([]WispDependencyRecordsRow, error) {
+	rows, err := db.QueryContext(ctx, wispDependencyRecords, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WispDependencyRecordsRow
+	for rows.Next() {
+		var i WispDependencyRecordsRow
+		if err := rows.Scan(
+			&i.IssueID,
+			&i.DependsOnID,
+			&i.Type,
+			&i.CreatedAt,
+			&i.CreatedBy,
+			&i.Metadata,
+			&i.ThreadID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const wispEventIDsSameContent = `-- name: WispEventIDsSameContent :one
 SELECT CAST(COALESCE(JSON_ARRAYAGG(id), '[]') AS JSON) AS ids FROM wisp_events
 WHERE issue_id = ? AND event_type = ? AND actor = ?

@@ -304,3 +304,18 @@ SELECT CONCAT(COALESCE((SELECT c.value FROM config c WHERE c.`key` = 'issue_pref
            (SELECT i.id FROM issues i WHERE LOCATE(sqlc.arg(part), i.id) > 0 ORDER BY i.id LIMIT 64)
            UNION ALL
            (SELECT w.id FROM wisps w WHERE LOCATE(sqlc.arg(part), w.id) > 0 ORDER BY w.id LIMIT 64)) x), '[]') AS JSON) AS ids;
+
+-- name: IssueCounts :one
+-- IssueCounts reads the counts bd v1.3.0's --json of a claim-next prints
+-- for an issue or a wisp, each from the issues' tables and from the wisp
+-- tables, for the mode's bd to add up as it does (claim/dolt/bdjson.go):
+-- its blocks edges (dependency_count), the blocks edges to it
+-- (dependent_count) and its comments.
+SELECT CAST((SELECT count(*) FROM dependencies d WHERE d.issue_id = sqlc.arg(id) AND d.type = 'blocks') AS SIGNED) AS blockers,
+       CAST((SELECT count(*) FROM wisp_dependencies d WHERE d.issue_id = sqlc.arg(id) AND d.type = 'blocks') AS SIGNED) AS wisp_blockers,
+       CAST((SELECT count(*) FROM dependencies d
+             WHERE COALESCE(d.depends_on_issue_id, d.depends_on_wisp_id, d.depends_on_external) = CAST(sqlc.arg(id) AS CHAR) AND d.type = 'blocks') AS SIGNED) AS dependents,
+       CAST((SELECT count(*) FROM wisp_dependencies d
+             WHERE COALESCE(d.depends_on_issue_id, d.depends_on_wisp_id, d.depends_on_external) = CAST(sqlc.arg(id) AS CHAR) AND d.type = 'blocks') AS SIGNED) AS wisp_dependents,
+       CAST((SELECT count(*) FROM comments c WHERE c.issue_id = sqlc.arg(id)) AS SIGNED) AS comments,
+       CAST((SELECT count(*) FROM wisp_comments c WHERE c.issue_id = sqlc.arg(id)) AS SIGNED) AS wisp_comments;

@@ -154,3 +154,8 @@ WHERE w.id = sqlc.arg(id)
       )
   )) <> CAST(sqlc.arg(was) AS SIGNED);
 
+
+-- name: WispDependencyRecords :many
+-- WispDependencyRecords is DependencyRecords for a wisp, whose records bd
+-- keeps in wisp_dependencies.
+SELECT issue_id, COALESCE(depends_on_issue_id, depends_on_wisp_id, depends_on_external) AS depends_on_id, type, created_at, created_by, metadata, thread_id FROM wisp_dependencies WHERE issue_id IN (sqlc.arg(id)) ORDER BY issue_id;
