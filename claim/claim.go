@@ -82,9 +82,11 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 		if c.resumed {
 			res = c.result()
 			if renews(*c.held, req.Lease) {
-				res.Lease, err = tx.Renew(c.r.ID, c.held.Holder, *c.held, req.Lease)
+				if res.Lease, err = tx.Renew(c.r.ID, c.held.Holder, *c.held, req.Lease); err != nil {
+					return err
+				}
 			}
-			return err
+			return printed(tx, req, &res)
 		}
 		if c.takeover != "" { // an expired claim ends first
 			if err := tx.EndClaim(c.r, req.Agent, c.r.Claim.Holder, c.takeover); err != nil {
