@@ -387,12 +387,12 @@ func ended(h Holder, next string) string {
 // How a waiting claim watches the database: its change signal (changes)
 // every pause, the pause doubling from waitPauseMin to waitPauseMax while
 // nothing changes; a full look when it changes, and at least every
-// waitLookEvery, since backoffs, leases and defer_until end with the clock
+// Options.LookEvery, since backoffs, leases and defer_until end with the clock
 // alone.
 const (
-	waitPauseMin  = 10 * time.Millisecond
-	waitPauseMax  = 500 * time.Millisecond
-	waitLookEvery = 2 * time.Second
+	waitPauseMin     = 10 * time.Millisecond
+	waitPauseMax     = 500 * time.Millisecond
+	defaultLookEvery = 2 * time.Second // Options.LookEvery's default
 )
 
 // wait tries req until an issue is claimed, req.Wait passes (a nil Issue,
@@ -437,7 +437,7 @@ func (s *Store) wait(ctx context.Context, req Request) (Result, error) {
 				return res, nil
 			case <-tick.C:
 			}
-			if changes() != seen || time.Since(looked) >= waitLookEvery {
+			if changes() != seen || time.Since(looked) >= s.lookEvery {
 				break
 			}
 		}

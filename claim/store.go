@@ -33,6 +33,11 @@ type Options struct {
 	Now func() time.Time
 	// Policy is the failure policy (default DefaultPolicy).
 	Policy *Policy
+	// LookEvery is how often a claim with Request.Wait looks again when
+	// the database's change signal has not moved (default 2s): what
+	// changes with the clock alone (a lease, a backoff or a defer_until
+	// ending) is seen this late at most.
+	LookEvery time.Duration
 }
 
 // Retry bounds how often a write transaction is tried again after it found
@@ -65,6 +70,7 @@ type Store struct {
 	flavor    engine.Flavor
 	policy    Policy
 	now       func() time.Time // the clock, for what is read outside a transaction (Engine.Ahead)
+	lookEvery time.Duration    // Options.LookEvery
 	writing   sync.Mutex       // held for a write transaction
 }
 
@@ -73,7 +79,11 @@ type Store struct {
 // engine.
 func New(ws Workspace, e engine.Engine, o Options) *Store {
 	c := o.Config()
-	return &Store{Workspace: ws, eng: e, flavor: e.Flavor(), policy: c.Policy, now: c.Now}
+	s := &Store{Workspace: ws, eng: e, flavor: e.Flavor(), policy: c.Policy, now: c.Now, lookEvery: o.LookEvery}
+	if s.lookEvery <= 0 {
+		s.lookEvery = defaultLookEvery
+	}
+	return s
 }
 
 // Version is the bd release whose writes the Store reproduces: the one
