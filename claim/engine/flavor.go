@@ -46,6 +46,10 @@ type Flavor struct {
 	Hybrid    func(now string) (string, []any)
 	History   History // how the failure policy reads failed attempts
 	EventTime string  // layout of events.created_at and of the database's datetime()
+	// DirectoryLabels is true where bd ready, run without a label flag,
+	// scopes its list to the label that config directory.labels gives
+	// the directory it runs in.
+	DirectoryLabels bool
 }
 
 // MetadataMatch is how a flavor reads bd's issues.metadata (a JSON object)
