@@ -461,8 +461,9 @@ func (s *Store) look(ctx context.Context, doing string, fn func(engine.Tx) error
 // Store's writers take turns on a mutex (one connection at a time keeps a
 // remembered claim order valid), then fn runs in one write transaction of
 // the engine's frame (Engine.Update), at the place ahead in its queue of
-// writers (a claim-next's; zero for the others). Once begun, the
-// transaction runs to its end even when ctx is cancelled (a signal): the
+// writers (a claim-next's; zero for the others). A signal (ctx cancelled)
+// may end the wait for the engine's turn, with nothing written; once
+// begun, the transaction runs to its end even when ctx is cancelled: the
 // caller then learns of a committed claim instead of leaving it held by
 // nobody who knows.
 func (s *Store) write(ctx context.Context, doing string, ahead engine.Ahead, fn func(engine.Tx) error) error {
@@ -474,5 +475,5 @@ func (s *Store) write(ctx context.Context, doing string, ahead engine.Ahead, fn 
 	}
 	s.writing.Lock()
 	defer s.writing.Unlock()
-	return s.classify(s.eng.Update(context.WithoutCancel(ctx), ahead, fn), doing)
+	return s.classify(s.eng.Update(ctx, ahead, fn), doing)
 }

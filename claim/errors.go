@@ -10,18 +10,19 @@ type Code = engine.Code
 
 // The error codes of the JSON contract.
 const (
-	EUnexpected   = engine.EUnexpected   // a bug or an I/O failure nobody planned for
-	EInvalid      = engine.EInvalid      // bad flag, agent name, priority...
-	EBusy         = engine.EBusy         // the database stayed locked (Dolt: kept conflicting) past the timeout and retries
-	EWorkspace    = engine.EWorkspace    // no .beads directory could be found
-	EDBNotFound   = engine.EDBNotFound   // a workspace without a database, a missing --db file, no such database on the Dolt server
-	EUnavailable  = engine.EUnavailable  // the Dolt server cannot be reached (refused, timed out, connection lost): retryable
-	EAccess       = engine.EAccess       // the Dolt server refused the login, or a write to a read-only user
-	ESchema       = engine.ESchema       // Dolt, beads_rust, not SQLite, corrupt, missing columns
-	EAlready      = engine.EAlready      // --id: someone else holds the issue
-	ENotClaimable = engine.ENotClaimable // --id: the issue exists but is not ready
-	ENotFound     = engine.ENotFound     // --id: no such issue
-	EInterrupted  = engine.EInterrupted  // a signal (or a cancelled context) stopped the command before it wrote anything
+	EUnexpected    = engine.EUnexpected    // a bug or an I/O failure nobody planned for
+	EInvalid       = engine.EInvalid       // bad flag, agent name, priority...
+	EBusy          = engine.EBusy          // SQLite: the database stayed locked past the timeout and retries
+	EWorkspaceBusy = engine.EWorkspaceBusy // Dolt: the other writers kept their turns past the wait, or kept conflicting
+	EWorkspace     = engine.EWorkspace     // no .beads directory could be found
+	EDBNotFound    = engine.EDBNotFound    // a workspace without a database, a missing --db file, no such database on the Dolt server
+	EUnavailable   = engine.EUnavailable   // the Dolt server cannot be reached (refused, timed out, connection lost): retryable
+	EAccess        = engine.EAccess        // the Dolt server refused the login, or a write to a read-only user
+	ESchema        = engine.ESchema        // Dolt, beads_rust, not SQLite, corrupt, missing columns
+	EAlready       = engine.EAlready       // --id: someone else holds the issue
+	ENotClaimable  = engine.ENotClaimable  // --id: the issue exists but is not ready
+	ENotFound      = engine.ENotFound      // --id: no such issue
+	EInterrupted   = engine.EInterrupted   // a signal (or a cancelled context) stopped the command before it wrote anything
 )
 
 // Error is a classified error with a message written for the person or

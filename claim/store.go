@@ -22,8 +22,9 @@ import (
 
 // Options configure a Store.
 type Options struct {
-	// BusyTimeout is how long a writer waits for another writer's lock
-	// before a try counts as busy: 0 means 5s, a negative value not at all.
+	// BusyTimeout is how long a writer waits for the other writers: 0
+	// means the engine's default (SQLite: 5s per try; Dolt: as long as the
+	// writers ahead make progress), a negative value not at all.
 	BusyTimeout time.Duration
 	// Retry bounds the tries after busy timeouts (default 3 tries, 25ms).
 	Retry Retry
@@ -44,9 +45,6 @@ type Retry = engine.Retry
 // with it).
 func (o Options) Config() engine.Config {
 	c := engine.Config{BusyTimeout: o.BusyTimeout, Retry: o.Retry, Now: o.Now, Policy: DefaultPolicy}
-	if c.BusyTimeout == 0 {
-		c.BusyTimeout = 5 * time.Second
-	}
 	if c.Retry.Attempts < 1 {
 		c.Retry = Retry{Attempts: 3, Backoff: 25 * time.Millisecond}
 	}

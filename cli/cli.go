@@ -195,7 +195,7 @@ func newFlags(c *command, o *options) *pflag.FlagSet {
 		fs.BoolVar(&o.human, "human", false, "readable text instead of JSON")
 		fs.BoolVar(&o.pretty, "pretty", false, "indent the JSON")
 	}
-	fs.IntVar(&o.timeoutMS, "timeout-ms", 5000, "wait this long for another writer's lock before retrying (0: do not wait)")
+	fs.IntVar(&o.timeoutMS, "timeout-ms", 0, "wait at most this long for the other writers (0: do not wait); default: 5000 per try on SQLite, and on Dolt as long as they take their turns or commit, until 30000 pass with neither")
 	levelHelp := "log level on stderr: debug|info|warn|error (with --human: warn unless given)"
 	if c.protocolOnly {
 		levelHelp, _, _ = strings.Cut(levelHelp, " (")
@@ -457,11 +457,14 @@ func locate(o *options) (claim.Workspace, error) {
 }
 
 // openStore opens the workspace found (o.ws) with the command's busy
-// timeout and failure policy.
+// timeout (without --timeout-ms, the engine's default) and failure policy.
 func openStore(ctx context.Context, o *options) (*claim.Store, error) {
-	timeout := time.Duration(o.timeoutMS) * time.Millisecond
-	if timeout == 0 {
-		timeout = -1 // do not wait at all
+	var timeout time.Duration
+	if o.fs.Changed("timeout-ms") {
+		timeout = time.Duration(o.timeoutMS) * time.Millisecond
+		if timeout == 0 {
+			timeout = -1 // do not wait at all
+		}
 	}
 	return engines.Open(ctx, o.ws, claim.Options{BusyTimeout: timeout, Policy: &o.cfg.Policy})
 }

@@ -247,8 +247,10 @@ func TestDoltLeaseInterop(t *testing.T) {
 
 // bd-claim and `bd ready --claim` race for the same issues, from two
 // clones of one repository pointing at the same server, as two machines
-// would: no issue is held twice, and bd-claim is no harder on bd than bd
-// is on itself. bd gives up after 15 s of serialization failures (every
+// would: no issue is held twice, every bd-claim run exits 0 or 3 (a
+// claim waits its turn while the writers ahead commit; it never gives up
+// beside a busy bd), and bd-claim is no harder on bd than bd is on
+// itself. bd gives up after 15 s of serialization failures (every
 // `bd ready --claim` aims at the first ready issue, so each round of bd
 // processes has one winner, and a loaded CPU stretches the rounds): on a
 // loaded 2-core machine 12 bd processes alone give up too, and any other
@@ -267,11 +269,12 @@ func TestDoltRaceWithBd(t *testing.T) {
 	srv := claimtest.NeedDolt(t)
 	alone, gaveUp := 0, 0
 	for _, round := range []string{"a", "b"} {
-		_, n := bdRace(t, srv, "solo"+round, 24, 0)
+		_, n, _ := bdRace(t, srv, "solo"+round, 24, 0)
 		alone += n
-		claims, n := bdRace(t, srv, "mix"+round, 12, 12)
+		claims, n, busy := bdRace(t, srv, "mix"+round, 12, 12)
 		gaveUp += n
 		assert.Equal(t, len(claims), 30)
+		assert.Equal(t, busy, 0, "every bd-claim run exits 0 or 3: none gives up waiting for its turn")
 	}
 	t.Logf("bd ready --claim processes that gave up: %d of 24 beside 12 bd-claim processes, %d of 48 without them", gaveUp, alone)
 	assert.Assert(t, float64(gaveUp)/24 <= float64(alone)/48+0.25, "beside bd-claim %d of 24 bd processes gave up; with bd alone, %d of 48", gaveUp, alone)
@@ -282,9 +285,10 @@ func TestDoltRaceWithBd(t *testing.T) {
 // run it) against claimers bd-claim loops (each process in the clone or
 // the workspace, until nothing is left). It checks that no issue is held
 // twice and that each holder is the assignee, and returns the holders by
-// issue and how many bd processes gave up (exit 1 with error 1213 after
-// bd's 15 s budget); any other bd failure fails the test.
-func bdRace(t *testing.T, srv *claimtest.DoltServer, prefix string, bds, claimers int) (map[string][]string, int) {
+// issue, how many bd processes gave up (exit 1 with error 1213 after
+// bd's 15 s budget; any other bd failure fails the test) and how many
+// bd-claim runs exited 4 (claimUntilNone).
+func bdRace(t *testing.T, srv *claimtest.DoltServer, prefix string, bds, claimers int) (claims map[string][]string, gaveUp, busy int) {
 	t.Helper()
 	w := srv.Workspace(t, prefix)
 	conn := w.DB(t)
@@ -298,15 +302,15 @@ func bdRace(t *testing.T, srv *claimtest.DoltServer, prefix string, bds, claimer
 	icmd.RunCmd(icmd.Command("git", "init", "-q"), icmd.Dir(clone.Dir)).Assert(t, icmd.Success)
 
 	var mu sync.Mutex
-	claims := map[string][]string{}
-	gaveUp := 0
+	claims = map[string][]string{}
 	var wg sync.WaitGroup
 	for p := range claimers {
 		wg.Go(func() {
 			dir := []*claimtest.DoltWorkspace{w, &clone}[p%2]
 			agent := fmt.Sprint("claim-", p)
-			ids, _ := claimUntilNone(t, dir.Dir, dir.Env, agent)
+			ids, b := claimUntilNone(t, dir.Dir, dir.Env, agent)
 			mu.Lock()
+			busy += b
 			for _, id := range ids {
 				claims[id] = append(claims[id], agent)
 			}
@@ -342,7 +346,7 @@ func bdRace(t *testing.T, srv *claimtest.DoltServer, prefix string, bds, claimer
 		assert.NilError(t, conn.QueryRow("SELECT assignee FROM issues WHERE id = ?", id).Scan(&assignee))
 		assert.Equal(t, assignee, agents[0])
 	}
-	return claims, gaveUp
+	return claims, gaveUp, busy
 }
 
 // jsonKeys is the keys of the JSON object s, sorted.
@@ -355,8 +359,9 @@ func jsonKeys(t *testing.T, s string) []string {
 
 // claimUntilNone runs bd-claim as agent in dir, with env, until it finds
 // no issue (exit 3), and returns the ids it claimed. An exit 4 (retry
-// later: the writers' lock stayed held past --timeout-ms) is tried again,
-// as an agent's loop does, and counted in busy; any other exit fails the
+// later) is tried again, as an agent's loop does, and counted in busy (on
+// a Dolt server a claim waits its turn while the writers ahead commit, and
+// its callers there assert that none gave up); any other exit fails the
 // test.
 func claimUntilNone(t *testing.T, dir string, env []string, agent string) (ids []string, busy int) {
 	for {
@@ -416,7 +421,9 @@ func TestDoltDirectoryLabelsAsBdReady(t *testing.T) {
 func besideBd(t *testing.T, workspace func(prefix string) (*claimtest.BdRunner, func(agent string) *claimtest.BdRunner)) {
 	race := func(prefix string, claimers int) (map[string][]string, int) {
 		w, as := workspace(prefix)
-		return drainRace(t, w, as, 8, claimers)
+		claims, failed, busy := drainRace(t, w, as, 8, claimers)
+		t.Logf("bd-claim runs told to retry later (exit 4) that tried again: %d", busy)
+		return claims, failed
 	}
 	_, aloneFailed := race("solo", 0)
 	claims, failed := race("mix", 16)
@@ -429,11 +436,11 @@ func besideBd(t *testing.T, workspace func(prefix string) (*claimtest.BdRunner, 
 // against claimers bd-claim loops (claimUntilNone, an exit 4 tried again)
 // in the workspace w, until nothing is left, and checks that no issue is
 // held twice and that each holder is the assignee. It returns the holders
-// by issue and how many bd processes failed (any exit but 0, logged).
-func drainRace(t *testing.T, w *claimtest.BdRunner, as func(agent string) *claimtest.BdRunner, bds, claimers int) (map[string][]string, int) {
+// by issue, how many bd processes failed (any exit but 0, logged) and how
+// many bd-claim runs exited 4.
+func drainRace(t *testing.T, w *claimtest.BdRunner, as func(agent string) *claimtest.BdRunner, bds, claimers int) (claims map[string][]string, failed, busy int) {
 	var mu sync.Mutex
-	claims := map[string][]string{}
-	failed, busy := 0, 0
+	claims = map[string][]string{}
 	var wg sync.WaitGroup
 	for p := range claimers {
 		wg.Go(func() {
@@ -468,14 +475,13 @@ func drainRace(t *testing.T, w *claimtest.BdRunner, as func(agent string) *claim
 		})
 	}
 	wg.Wait()
-	t.Logf("bd-claim processes told to retry later (exit 4) that tried again: %d", busy)
 	for id, agents := range claims {
 		assert.Equal(t, len(agents), 1, "%s claimed by %v", id, agents)
 		var shown []struct{ Assignee string }
 		w.JSON(&shown, "show", id)
 		assert.Equal(t, shown[0].Assignee, agents[0], id)
 	}
-	return claims, failed
+	return claims, failed, busy
 }
 
 // killRandomly starts 4 claim processes 6 times in the workspace dir (with

@@ -8,7 +8,7 @@ const (
 	ExitUnexpected = 1 // UNEXPECTED
 	ExitInvalid    = 2 // INVALID_ARGUMENT
 	ExitNoIssue    = 3 // no issue available for these filters
-	ExitBusy       = 4 // SQLITE_BUSY, DB_UNAVAILABLE: retry later
+	ExitBusy       = 4 // SQLITE_BUSY, BUSY, DB_UNAVAILABLE: retry later
 	ExitNotFound   = 5 // WORKSPACE_NOT_FOUND, DB_NOT_FOUND, DB_ACCESS_DENIED
 	ExitSchema     = 6 // SCHEMA_INCOMPATIBLE
 	ExitRefused    = 7 // ALREADY_CLAIMED, NOT_CLAIMABLE, ISSUE_NOT_FOUND
@@ -18,18 +18,19 @@ const (
 )
 
 var exitCodes = map[claim.Code]int{
-	claim.EUnexpected:   ExitUnexpected,
-	claim.EInvalid:      ExitInvalid,
-	claim.EBusy:         ExitBusy,
-	claim.EWorkspace:    ExitNotFound,
-	claim.EDBNotFound:   ExitNotFound,
-	claim.EUnavailable:  ExitBusy,
-	claim.EAccess:       ExitNotFound,
-	claim.ESchema:       ExitSchema,
-	claim.EAlready:      ExitRefused,
-	claim.ENotClaimable: ExitRefused,
-	claim.ENotFound:     ExitRefused,
-	claim.EInterrupted:  ExitInterrupted,
+	claim.EUnexpected:    ExitUnexpected,
+	claim.EInvalid:       ExitInvalid,
+	claim.EBusy:          ExitBusy,
+	claim.EWorkspaceBusy: ExitBusy,
+	claim.EWorkspace:     ExitNotFound,
+	claim.EDBNotFound:    ExitNotFound,
+	claim.EUnavailable:   ExitBusy,
+	claim.EAccess:        ExitNotFound,
+	claim.ESchema:        ExitSchema,
+	claim.EAlready:       ExitRefused,
+	claim.ENotClaimable:  ExitRefused,
+	claim.ENotFound:      ExitRefused,
+	claim.EInterrupted:   ExitInterrupted,
 }
 
 // exitCode maps an error to its exit status.

@@ -206,7 +206,7 @@ var (
 				"and when done close it with the close tool. issue null (with reason) means nothing is claimable now: " +
 				"retry later or pass wait (under 60s; call again to wait longer). With a lease (argument or setting) the server keeps renewing it while it runs. " +
 				"dry_run looks without taking; dry_run with explain counts what each rule excludes. " +
-				"Errors: ALREADY_CLAIMED (error.holder has it), NOT_CLAIMABLE (the message says why), ISSUE_NOT_FOUND, SQLITE_BUSY (retry)."},
+				"Errors: ALREADY_CLAIMED (error.holder has it), NOT_CLAIMABLE (the message says why), ISSUE_NOT_FOUND, SQLITE_BUSY or BUSY (retry)."},
 		// A repeat finds the issue held by no one: refused, unless you claimed it again meanwhile (claim_id fences that).
 		{name: "release", title: "Release an issue", command: releaseCommand, args: reflect.TypeFor[releaseArgs](), result: envelopeType, after: (*mcpServer).released,
 			description: "Give back an issue you hold and cannot finish: it returns to open, unassigned, for another agent. " +
@@ -509,7 +509,7 @@ Take work only with these tools, never bd ready + bd update (two agents could ge
 - This server renews your claims' leases while it runs: do not call heartbeat yourself.
 - When the work is done, call close with id, claim_id and a reason saying what was done (never bd close).
 - If you cannot finish, call release with id, claim_id and a reason (failed: true when the attempt failed).
-- On a tool error read error.code: SQLITE_BUSY or DB_UNAVAILABLE means retry; ALREADY_CLAIMED on close or release means another agent took the issue over: stop working on it; report anything else.
+- On a tool error read error.code: SQLITE_BUSY, BUSY or DB_UNAVAILABLE means retry; ALREADY_CLAIMED on close or release means another agent took the issue over: stop working on it; report anything else.
 - To look without taking: claim with dry_run: true (and explain: true to see why nothing is claimable).`, m.agent)
 }
 

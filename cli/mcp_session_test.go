@@ -236,7 +236,7 @@ func TestMCPInitialize(t *testing.T) {
 	t.Parallel()
 	s := serve(t, claimtest.Fixture(t, "0.49.6"), "init-agent", "--quiet")
 	ir := s.InitializeResult()
-	for _, want := range []string{`you are agent "init-agent"`, "claim_id", "close", "release", "wait", "reason", "SQLITE_BUSY", "ALREADY_CLAIMED"} {
+	for _, want := range []string{`you are agent "init-agent"`, "claim_id", "close", "release", "wait", "reason", "SQLITE_BUSY", "BUSY or DB_UNAVAILABLE", "ALREADY_CLAIMED"} {
 		assert.Assert(t, is.Contains(ir.Instructions, want))
 	}
 	b, err := json.Marshal(ir.Capabilities)

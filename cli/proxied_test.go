@@ -207,7 +207,8 @@ func TestProxiedTwins(t *testing.T) {
 
 // Proxied server: 16 bd-claim processes and 8 `bd ready --claim`
 // processes drain one workspace of 40 issues (drainRace): every issue is
-// claimed once, by the agent bd shows as its assignee. bd's processes are
+// claimed once, by the agent bd shows as its assignee, and every bd-claim
+// run exits 0 or 3 (no BUSY, no DB_UNAVAILABLE from a proxy that runs). bd's processes are
 // no more likely to fail beside bd-claim than in a swarm of bd alone of
 // the same size, 24 `bd ready --claim` processes on 40 issues, measured
 // in the same run: on a loaded machine every bd process gives up after
@@ -215,12 +216,13 @@ func TestProxiedTwins(t *testing.T) {
 func TestProxiedRaceWithBd(t *testing.T) {
 	alone := claimtest.ProxiedWorkspace(t, "solo")
 	doltIssues(t, alone.DB(t), "solo", 40)
-	_, failedAlone := drainRace(t, &alone.BdRunner, func(agent string) *claimtest.BdRunner { return &alone.As(agent).BdRunner }, 24, 0)
+	_, failedAlone, _ := drainRace(t, &alone.BdRunner, func(agent string) *claimtest.BdRunner { return &alone.As(agent).BdRunner }, 24, 0)
 
 	w := claimtest.ProxiedWorkspace(t, "mix")
 	doltIssues(t, w.DB(t), "mix", 40)
-	claims, failed := drainRace(t, &w.BdRunner, func(agent string) *claimtest.BdRunner { return &w.As(agent).BdRunner }, 8, 16)
+	claims, failed, busy := drainRace(t, &w.BdRunner, func(agent string) *claimtest.BdRunner { return &w.As(agent).BdRunner }, 8, 16)
 	assert.Equal(t, len(claims), 40)
+	assert.Equal(t, busy, 0, "every bd-claim run exits 0 or 3: none gives up waiting for its turn, none finds the proxy absent")
 	t.Logf("bd ready --claim processes that failed: %d of 24 alone, %d of 8 beside 16 bd-claim processes", failedAlone, failed)
 	assert.Assert(t, float64(failed)/8 <= float64(failedAlone)/24,
 		"bd failed in %d of 8 cases beside bd-claim, %d of 24 alone", failed, failedAlone)
@@ -244,8 +246,9 @@ func TestProxiedKill9(t *testing.T) {
 // A proxied-server workspace made with an idle timeout, as a plain `bd
 // init --proxied-server` makes it (bd's default is 30 s; 3 s here): the
 // proxy stops once no client has been connected for that long, and a
-// claim is then refused, exit 4 DB_UNAVAILABLE with the fix, nothing
-// written (bd-claim never starts the proxy); any bd command starts it
+// claim is then refused at once (no process holds proxy.lock), exit 4
+// DB_UNAVAILABLE with the fix, nothing written (bd-claim never starts the
+// proxy); any bd command starts it
 // again. A --wait keeps the proxy alive while it waits: its connection is
 // a client, so a wait longer than the idle timeout finds the proxy still
 // there for the next claim.
@@ -255,12 +258,14 @@ func TestProxiedIdleProxy(t *testing.T) {
 	w.JSON(&first, "create", "first", "-p", "1")
 	run(t, w.Dir, w.Env, "--agent", "a", "--quiet").Assert(t, icmd.Expected{ExitCode: 0, Out: `"id":"` + first.ID + `"`})
 	time.Sleep(6 * time.Second) // no client for twice the idle timeout
+	began := time.Now()
 	r := run(t, w.Dir, w.Env, "--agent", "a", "--quiet")
 	r.Assert(t, icmd.Expected{ExitCode: 4, Out: `"code":"DB_UNAVAILABLE"`})
+	assert.Assert(t, time.Since(began) < 10*time.Second, "no proxy runs: refused at once, not after the 30 s wait: %v", time.Since(began))
 	assert.Assert(t, strings.Contains(r.Stdout(), "`bd list`"), r.Stdout())
 
 	w.JSON(&second, "create", "second", "-p", "1") // bd starts the proxy
-	began := time.Now()
+	began = time.Now()
 	r = run(t, w.Dir, w.Env, "--agent", "b", "--quiet", "--wait", "6s", "--label", "nothing-has-it")
 	r.Assert(t, icmd.Expected{ExitCode: 3})
 	assert.Assert(t, time.Since(began) >= 6*time.Second)

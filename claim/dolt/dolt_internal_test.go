@@ -311,7 +311,7 @@ func TestDoltCommit(t *testing.T) {
 
 	left.Store(1000)
 	_, err := s.Claim(ctx, claim.Request{Agent: "a", ID: w.Prefix + "-b"})
-	assert.Equal(t, claim.ErrorCode(err), claim.EBusy, "%v", err)
+	assert.Equal(t, claim.ErrorCode(err), claim.EWorkspaceBusy, "%v", err)
 	assert.ErrorContains(t, err, "the change is committed in SQL and the next bd or bd-claim write records it in a Dolt commit")
 	assert.Equal(t, commits(), before+1)
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 1)
@@ -475,10 +475,23 @@ func TestDoltServerConfig(t *testing.T) {
 	assert.Assert(t, c.ParseTime && c.InterpolateParams && c.Timeout == 5*time.Second)
 	c = config(&engine.DoltServer{Host: "::1", Port: 3307, User: "u", Database: "db"})
 	assert.Equal(t, c.Net+" "+c.Addr+" "+c.TLSConfig, "tcp [::1]:3307 false")
-	assert.Equal(t, lockWait(0), int32(0))
-	assert.Equal(t, lockWait(1500*time.Millisecond), int32(2))
-	assert.Equal(t, lockWait(-time.Second), int32(0))
-	assert.Equal(t, lockWait(100*time.Hour), int32(3600))
+	assert.Assert(t, lockRound*time.Second < c.ReadTimeout, "a round of the wait for the writers' lock ends before the driver drops its connection")
+}
+
+// A Store's busy timeout is a writer's wait: its own limit and stall when
+// set, DefaultWait's stall (and no limit) when 0, none when negative. A
+// wait gives up once nothing moved for the stall, or once the limit has
+// passed since it began, whichever comes first.
+func TestDoltTurnWait(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, waitFor(0), turnWait{stall: DefaultWait})
+	assert.Equal(t, waitFor(2*time.Second), turnWait{limit: 2 * time.Second, stall: 2 * time.Second})
+	assert.Equal(t, waitFor(-1), turnWait{})
+	began := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	w := turnWait{limit: 10 * time.Second, stall: 3 * time.Second}
+	assert.Equal(t, w.until(began, began.Add(time.Second)), began.Add(4*time.Second))
+	assert.Equal(t, w.until(began, began.Add(8*time.Second)), began.Add(10*time.Second))
+	assert.Equal(t, turnWait{stall: 3 * time.Second}.until(began, began.Add(time.Hour)), began.Add(time.Hour+3*time.Second))
 }
 
 // A Dolt claim checks the failure policy on the first doltPage

@@ -319,10 +319,10 @@ func TestDoltMaintenanceGate(t *testing.T) {
 }
 
 // A writer that waits for the writers' lock past the busy timeout gives up
-// busy (EBusy, exit 4) and changes nothing, as a SQLite claim does when the
-// database stays locked: it does not go on without the lock (writers that
-// did raced each other and bd's own claims into lost commits). Once the
-// lock is free the claim goes through.
+// busy (BUSY, exit 4) and changes nothing: it does not go on without the
+// lock (writers that did raced each other and bd's own claims into lost
+// commits). GET_LOCK waits whole seconds: a limit of 100 ms waits one.
+// Once the lock is free the claim goes through.
 func TestDoltWritersLockTimeout(t *testing.T) {
 	w := claimtest.NeedDolt(t).Workspace(t, "wl")
 	id := bdCreate(t, w, "one")
@@ -336,8 +336,8 @@ func TestDoltWritersLockTimeout(t *testing.T) {
 	before := claimtest.DoltRows(t, w.DB(t))
 	began := time.Now()
 	_, err = s.Claim(context.Background(), claim.Request{Agent: "a"})
-	assert.Equal(t, claim.ErrorCode(err), claim.EBusy, "%v", err)
-	assert.ErrorContains(t, err, "other bd-claim writers held the workspace's writers' lock past the timeout (1 s)")
+	assert.Equal(t, claim.ErrorCode(err), claim.EWorkspaceBusy, "%v", err)
+	assert.ErrorContains(t, err, "other bd-claim writers held the workspace's writers' lock, taking their turns, for all of --timeout-ms (100ms); nothing was written: retry, or raise --timeout-ms")
 	assert.Assert(t, time.Since(began) >= time.Second, "it waited for the lock: %v", time.Since(began))
 	assert.DeepEqual(t, claimtest.DoltRows(t, w.DB(t)), before)
 	_, err = conn.ExecContext(context.Background(), "SELECT RELEASE_LOCK(?)", "bd-claim/"+w.Database)

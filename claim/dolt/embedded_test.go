@@ -49,7 +49,7 @@ func TestEmbeddedMaintenanceGate(t *testing.T) {
 }
 
 // While another process has the engine open, a claim waits up to its busy
-// timeout, then fails SQLITE_BUSY (exit 4) with nothing written; once the
+// timeout, then fails BUSY (exit 4) with nothing written; once the
 // engine is closed, the claim goes through.
 func TestEmbeddedEngineHeld(t *testing.T) {
 	w := claimtest.EmbeddedWorkspace(t, "hd")
@@ -61,7 +61,7 @@ func TestEmbeddedEngineHeld(t *testing.T) {
 	start := time.Now()
 	_, err = s.Claim(context.Background(), claim.Request{Agent: "a"})
 	waited := time.Since(start)
-	assert.Equal(t, claim.ErrorCode(err), claim.EBusy, "%v", err)
+	assert.Equal(t, claim.ErrorCode(err), claim.EWorkspaceBusy, "%v", err)
 	assert.ErrorContains(t, err, "kept the embedded Dolt database open past the timeout")
 	assert.Assert(t, waited >= 300*time.Millisecond && waited < 5*time.Second, "waited %s", waited)
 	end()

@@ -232,9 +232,9 @@ var doltCodes = map[Kind]struct {
 	LoginRefused:    {engine.EAccess, "the Dolt server refused the login: check the user (BEADS_DOLT_SERVER_USER) and the password (BEADS_DOLT_PASSWORD or bd's credentials file)"},
 	WriteDenied:     {engine.EAccess, "the Dolt server does not let this user write (a read-only user can only --dry-run)"},
 	NoDatabase:      {engine.EDBNotFound, "no such database on the Dolt server (bd-claim never creates one): check dolt_database in metadata.json or BEADS_DOLT_SERVER_DATABASE"},
-	Conflict:        {engine.EBusy, "other writers kept changing the same issues; retry"},
+	Conflict:        {engine.EWorkspaceBusy, "other writers kept changing the same issues; retry"},
 	Unreachable:     {engine.EUnavailable, "the Dolt server cannot be reached: is `dolt sql-server` running at the host and port the workspace names? retry later"},
-	EngineLocked:    {engine.EBusy, "another process (bd, bd-claim, a dolt sql-server) kept the embedded Dolt database open past the timeout; retry, or raise --timeout-ms"},
+	EngineLocked:    {engine.EWorkspaceBusy, "another process (bd, bd-claim, a dolt sql-server) kept the embedded Dolt database open past the timeout; retry, or raise --timeout-ms"},
 	MaintenanceHeld: {engine.EUnavailable, "bd is running a maintenance command on the workspace (bd init, bd migrate, bd backup restore); retry once it has finished"},
 	NotBuiltIn: {engine.ESchema, "the workspace is an embedded Dolt workspace (bd v1.3's default), which needs bd-claim's embedded build: " +
 		"download its release archive, bd-claim_VERSION_OS_ARCH_embedded, from https://github.com/bdclaim/bd-claim/releases, " +
@@ -439,7 +439,8 @@ func (t *tx) event(table Table, id, eventType, actor string, oldValue, newValue,
 }
 
 // Update is Dolt's frame: fn runs on a writer's connection of the engine's
-// own that holds the writers' lock (doltWriter), in a transaction tried
+// own that holds the writers' lock (doltWriter; ctx ending stops the wait
+// for it, and nothing else), in a transaction tried
 // again after a serialization failure or a compare-and-swap that matched
 // nothing (the clock read anew each try). A COMMIT whose answer was lost
 // is looked up (landed): a write that landed is reported as one. Then the
@@ -450,6 +451,7 @@ func (e *Engine) Update(ctx context.Context, _ engine.Ahead, fn func(engine.Tx) 
 	if err != nil {
 		return err
 	}
+	ctx = context.WithoutCancel(ctx) // the wait for the turn is over: the write runs to its end
 	defer func() { w.done() }()
 	var t *tx
 	try := 0

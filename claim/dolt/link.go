@@ -71,19 +71,19 @@ func (e *Engine) wrap(h db.DBTX) db.DBTX {
 // Store's life, and a writers' named lock on the server that bd-claim's
 // writers take turns on.
 type serverLink struct {
-	pool     *sql.DB
-	gates    Gates
-	name     string // the writers' lock
-	lockWait int32  // seconds a writer waits for it
-	style    doltStyle
-	inTx     bool // the Dolt commit inside the write's transaction (doltWriter.inTx)
+	pool  *sql.DB
+	gates Gates
+	name  string   // the writers' lock
+	wait  turnWait // how long a writer waits for it
+	style doltStyle
+	inTx  bool // the Dolt commit inside the write's transaction (doltWriter.inTx)
 }
 
 // newServerLink connects to the server d (lazily: the first query reports
 // an unreachable server) of the workspace whose .beads is beadsDir ("" for
 // a --dsn connection, which has no gates).
 func newServerLink(d *engine.DoltServer, beadsDir string, busy time.Duration) *serverLink {
-	l := &serverLink{pool: openPool(config(d)), name: "bd-claim/" + d.Database, lockWait: lockWait(busy), style: bdStyle}
+	l := &serverLink{pool: openPool(config(d)), name: "bd-claim/" + d.Database, wait: waitFor(busy), style: bdStyle}
 	if beadsDir != "" {
 		var roots []string
 		if !d.Remote() {
@@ -98,27 +98,24 @@ func newServerLink(d *engine.DoltServer, beadsDir string, busy time.Duration) *s
 // workspace (bd v1.3's `bd init --proxied-server`) through its proxy, as
 // bd's clients do: user root without a password, no TLS, on the data port
 // of the proxy of the workspace's root, verified for every new connection
-// (ProxyDialer: a refusal is *NoProxy), never the server's own
-// port behind it. The proxy relays the MySQL protocol to one server
+// (ProxyDialer: a refusal is *NoProxy; a running proxy that does not
+// answer is asked again within the wait), never the server's own port
+// behind it. The proxy relays the MySQL protocol to one server
 // session per connection, so this is a server link: bd-claim's writers
 // take turns on the server's named lock. It writes as bd's proxied mode
 // does: the Dolt commit inside the write's transaction, as bd's unit of
 // work makes it, and bd's proxied commits (proxiedStyle). The gates are
 // the workspace's and the root's (doltserver.ResolvePhysicalRoots).
 func newProxiedLink(p *engine.ProxiedDolt, beadsDir string, busy time.Duration) *serverLink {
+	wait := waitFor(busy)
 	c := config(&engine.DoltServer{User: "root", Database: p.Database})
-	c.DialFunc = ProxyDialer(p.Root)
+	c.DialFunc = ProxyDialer(p.Root, wait.stall)
+	c.Timeout = 0 // the dialer bounds each step, and its retries by the wait
 	return &serverLink{pool: openPool(c), gates: GatesFor(beadsDir, p.Root), name: "bd-claim/" + p.Database,
-		lockWait: lockWait(busy), style: proxiedStyle, inTx: true}
+		wait: wait, style: proxiedStyle, inTx: true}
 }
 
 func (l *serverLink) commits() doltStyle { return l.style }
-
-// lockWait is how long a writer waits for the writers' lock, in the whole
-// seconds GET_LOCK takes: the busy timeout, rounded up (0 for none).
-func lockWait(busy time.Duration) int32 {
-	return int32(min((max(busy, 0)+time.Second-1)/time.Second, 3600))
-}
 
 func (l *serverLink) prepare(ctx context.Context, check func(context.Context, *sql.Conn) error) error {
 	conn, end, err := l.open(ctx)
@@ -147,32 +144,50 @@ func (l *serverLink) open(ctx context.Context) (*sql.Conn, func(), error) {
 // instead of racing Dolt's optimistic commit (where all but one of a round
 // lose and start again). Exclusivity comes from the compare-and-swap and
 // the commit; the lock keeps bd-claim's writers from making each other, and
-// bd's own writers beside them, lose that race. A writer that waited for it
-// longer than the busy timeout gives up, busy (EBusy): writers that went on
-// without it raced each other and bd, and under load a queue longer than
-// the timeout turned into a storm of lost commits that starved bd's claims
+// bd's own writers beside them, lose that race. A writer never goes on
+// without the lock: writers that did raced each other and bd, and under
+// load turned into a storm of lost commits that starved bd's claims
 // (measured through a proxied server: 16 bd-claim and 8 bd processes, 29
-// writers without the lock, 6 of 8 bd processes gave up). A connection
-// whose lock could not be released is discarded: closing it frees the lock.
+// writers without the lock, 6 of 8 bd processes gave up).
+//
+// It waits for the lock in rounds of lockRound (GET_LOCK's wait is whole
+// seconds), each shorter than the driver's read timeout, which would
+// otherwise drop a connection that waits longer (config). After each
+// round it looks whether anything moved: another holder of the lock (a
+// writer ahead took its turn) or another working set (a commit landed,
+// bd's included). It gives up, busy (EWorkspaceBusy), once nothing moved
+// for the wait's stall, or once the wait's limit has passed since the
+// write began (turnWait). ctx ending stops the wait (nothing is written
+// yet); the write after it runs to its end. A connection whose lock could
+// not be released is discarded: closing it frees the lock.
 func (l *serverLink) writer(ctx context.Context, wrap func(db.DBTX) db.DBTX) (*doltWriter, error) {
+	began := time.Now()
 	conn, end, err := l.open(ctx)
 	if err != nil {
 		return nil, err
 	}
 	w := &doltWriter{Conn: conn, h: wrap(conn), inTx: l.inTx}
 	q := doltdb.New()
-	taken, err := q.WritersLock(ctx, w.h, doltdb.WritersLockParams{Name: l.name})
-	if err == nil && taken != 1 {
+	turn, err := q.WritersLock(ctx, w.h, doltdb.WritersLockParams{Name: l.name})
+	moved := time.Now()
+	for err == nil && turn.Taken != 1 {
 		w.queued = true
-		taken, err = q.WritersLock(ctx, w.h, doltdb.WritersLockParams{Name: l.name, TimeoutSeconds: l.lockWait})
-	}
-	if err == nil && taken != 1 {
-		err = engine.Errorf(engine.EBusy, "other bd-claim writers held the workspace's writers' lock past the timeout (%d s); retry later or raise --timeout-ms", l.lockWait)
+		left := time.Until(l.wait.until(began, moved))
+		if left <= 0 {
+			err = l.wait.busy(began)
+			break
+		}
+		seen := turn
+		turn, err = q.WritersLock(ctx, w.h, doltdb.WritersLockParams{Name: l.name, TimeoutSeconds: lockRound})
+		if err == nil && (turn.Holder != seen.Holder || turn.Hash != seen.Hash) {
+			moved = time.Now()
+		}
 	}
 	if err != nil {
 		end()
 		return nil, err
 	}
+	ctx = context.WithoutCancel(ctx)
 	w.done = func() {
 		if err := q.WritersUnlock(ctx, w.h, l.name); err != nil {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
@@ -219,6 +234,9 @@ type embeddedLink struct {
 }
 
 func newEmbeddedLink(e *engine.EmbeddedDolt, beadsDir string, busy time.Duration) *embeddedLink {
+	if busy == 0 {
+		busy = DefaultWait
+	}
 	return &embeddedLink{dir: e.Dir, database: e.Database, gates: GatesFor(beadsDir, e.Dir), wait: busy}
 }
 
@@ -250,9 +268,10 @@ func (l *embeddedLink) open(ctx context.Context) (*sql.Conn, func(), error) {
 }
 
 // writer opens the engine: its lock on the database's files makes this the
-// only writer, bd's included, until done closes it.
+// only writer, bd's included, until done closes it. The wait for it is
+// bounded by the busy timeout, not by ctx.
 func (l *embeddedLink) writer(ctx context.Context, wrap func(db.DBTX) db.DBTX) (*doltWriter, error) {
-	conn, end, err := l.open(ctx)
+	conn, end, err := l.open(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func TestProxiedCommitLost(t *testing.T) {
 	engineOf(s).faults = func(h db.DBTX) db.DBTX { return conflicting{h, left} }
 	before := claimtest.DoltRows(t, conn)
 	_, err = s.Claim(ctx, claim.Request{Agent: "b", ID: other.ID})
-	assert.Equal(t, claim.ErrorCode(err), claim.EBusy, "%v", err)
+	assert.Equal(t, claim.ErrorCode(err), claim.EWorkspaceBusy, "%v", err)
 	assert.DeepEqual(t, claimtest.DoltRows(t, conn), before)
 	commits := func() int { return claimtest.Count(t, conn, "SELECT count(*) FROM dolt_log") }
 	n := commits()

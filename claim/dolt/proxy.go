@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gofrs/flock"
 )
 
 // A proxied-server workspace (bd v1.3's `bd init --proxied-server`) is
@@ -152,17 +154,58 @@ func identify(ctx context.Context, port int, secret string) (proxyRecord, error)
 	return reply, nil
 }
 
+// proxyPoll is how long a client waits before it asks a running proxy
+// again, as bd's clients do (proxy.openPollInterval).
+const proxyPoll = 100 * time.Millisecond
+
 // ProxyDialer dials the data port of the verified proxy of the workspace
 // rooted at root, verifying it anew for each connection: a proxy that
 // stopped, or was replaced by another on another port, is found as it now
-// is (the driver's mysql.Config.DialFunc).
-func ProxyDialer(root string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// is (the driver's mysql.Config.DialFunc). A proxy that is running (it
+// holds <root>/proxy.lock, as bd's proxy does for its whole life, and as
+// a bd command that starts one does until it has) but does not prove
+// itself is asked again every proxyPoll, as bd's clients ask it, for at
+// most wait: bd's proxy answers 8 identity requests at a time and closes
+// any other at once without a word (its control.go), so under load a
+// crowd of clients starting together finds it mute for a while. Without
+// a running proxy it refuses at once, with the last refusal (*NoProxy).
+func ProxyDialer(root string, wait time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, _, _ string) (net.Conn, error) {
-		port, err := VerifyProxy(ctx, root)
-		if err != nil {
-			return nil, err
+		deadline := time.Now().Add(wait)
+		for {
+			conn, err := dialProxy(ctx, root)
+			if err == nil || !time.Now().Add(proxyPoll).Before(deadline) || !proxyRunning(root) {
+				return conn, err
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(proxyPoll):
+			}
 		}
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	}
+}
+
+// dialProxy dials the data port of the proxy of the workspace rooted at
+// root, once it has proven itself (VerifyProxy).
+func dialProxy(ctx context.Context, root string) (net.Conn, error) {
+	port, err := VerifyProxy(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: 5 * time.Second} // the driver's dial timeout (config)
+	return d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+}
+
+// proxyRunning says whether a process holds <root>/proxy.lock: bd's proxy
+// (`bd db-proxy-child`) holds it exclusively while it runs, and so does a
+// bd command that starts one, until the proxy takes over
+// (dbproxy/proxy/server.go, endpoint.go). A lock that cannot be looked at
+// (no such file: no proxy ever started there) is held by nobody. The look
+// is a shared lock taken without waiting and let go at once.
+func proxyRunning(root string) bool {
+	l := flock.New(filepath.Join(root, "proxy.lock"), flock.SetFlag(os.O_RDONLY))
+	defer l.Close()
+	free, err := l.TryRLock()
+	return err == nil && !free
 }

@@ -11,20 +11,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/gofrs/flock"
 	"gotest.tools/v3/assert"
 )
 
 // fakeProxy is a proxy's control listener as bd's (proxy/control.go): it
 // answers `IDENT <secret> <nonce>` with reply signed for the nonce, and
-// closes without a word on a wrong secret. mac, when set, replaces the
-// signature.
+// closes without a word on a wrong secret, and on the first mute requests
+// (as bd's proxy does with those beyond the 8 it answers at a time). mac,
+// when set, replaces the signature.
 type fakeProxy struct {
 	secret string
 	reply  proxyRecord
 	mac    string
 	ln     net.Listener
+	mute   atomic.Int32
 }
 
 func newFakeProxy(t *testing.T, secret string) *fakeProxy {
@@ -49,6 +54,9 @@ func (f *fakeProxy) port() int { return f.ln.Addr().(*net.TCPAddr).Port }
 
 func (f *fakeProxy) serve(c net.Conn) {
 	defer c.Close()
+	if f.mute.Add(-1) >= 0 {
+		return
+	}
 	line, _ := bufio.NewReader(c).ReadString('\n')
 	parts := strings.Fields(line)
 	if len(parts) != 3 || parts[0] != "IDENT" || parts[1] != f.secret {
@@ -112,7 +120,7 @@ func TestProxiedVerify(t *testing.T) {
 	port, err = VerifyProxy(ctx, link)
 	assert.NilError(t, err)
 	assert.Equal(t, port, dataPort)
-	conn, err := ProxyDialer(root)(ctx, "tcp", "ignored:0")
+	conn, err := ProxyDialer(root, time.Minute)(ctx, "tcp", "ignored:0")
 	assert.NilError(t, err)
 	conn.Close()
 
@@ -123,8 +131,10 @@ func TestProxiedVerify(t *testing.T) {
 		assert.Assert(t, errors.As(err, &np), "%v", err)
 		assert.Equal(t, KindOf(err), ProxyDown)
 		assert.ErrorContains(t, err, reason)
-		_, err = ProxyDialer(root)(ctx, "tcp", "ignored:0")
+		began := time.Now()
+		_, err = ProxyDialer(root, time.Minute)(ctx, "tcp", "ignored:0")
 		assert.Assert(t, errors.As(err, &np), "%v", err)
+		assert.Assert(t, time.Since(began) < 30*time.Second, "no proxy runs (proxy.lock is free): refused at once, not after the wait")
 	}
 
 	// The secret is not this start's (tampered, or the file of another
@@ -179,4 +189,51 @@ func recordOf(t *testing.T, root string) proxyRecord {
 	var rec proxyRecord
 	assert.NilError(t, json.Unmarshal(b, &rec))
 	return rec
+}
+
+// A proxy that runs (it holds <root>/proxy.lock, as bd's does) but closes
+// the first identity requests without a word, as bd's proxy closes those
+// beyond the 8 it answers at a time, is asked again within the wait and
+// trusted once it answers; one that stays mute for the whole wait is
+// refused with its refusal (*NoProxy); a signal stops the asking. Without
+// a running proxy the first refusal stands, whatever the wait.
+func TestProxyDialerAsksAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const secret = "0f1d2c3b4a5968778695a4b3c2d1e0f00112233445566778899aabbccddeeff0"
+	data, err := net.Listen("tcp", "127.0.0.1:0")
+	assert.NilError(t, err)
+	t.Cleanup(func() { data.Close() })
+	f := newFakeProxy(t, secret)
+	root, rec := proxiedRoot(t, f.port(), data.Addr().(*net.TCPAddr).Port, secret)
+	f.reply = replyOf(rec)
+
+	f.mute.Store(1)
+	_, err = ProxyDialer(root, time.Minute)(ctx, "tcp", "ignored:0")
+	assert.ErrorContains(t, err, "does not prove the workspace's identity: EOF", "no proxy.lock held: no proxy runs")
+	assert.Equal(t, f.mute.Load(), int32(0), "asked once")
+
+	running := flock.New(filepath.Join(root, "proxy.lock"))
+	locked, err := running.TryLock()
+	assert.Assert(t, err == nil && locked, "%v", err)
+	defer running.Close()
+	f.mute.Store(3)
+	conn, err := ProxyDialer(root, time.Minute)(ctx, "tcp", "ignored:0")
+	assert.NilError(t, err)
+	conn.Close()
+	assert.Equal(t, f.mute.Load(), int32(-1), "asked four times: three refusals, then the answer")
+
+	f.mute.Store(1 << 30)
+	began := time.Now()
+	_, err = ProxyDialer(root, 350*time.Millisecond)(ctx, "tcp", "ignored:0")
+	var np *NoProxy
+	assert.Assert(t, errors.As(err, &np), "%v", err)
+	assert.Assert(t, time.Since(began) >= 250*time.Millisecond, "asked again for the wait: %v", time.Since(began))
+	asked := 1<<30 - f.mute.Load()
+	assert.Assert(t, asked >= 3, "asked %d times", asked)
+
+	cancelled, cancel := context.WithCancel(ctx)
+	time.AfterFunc(200*time.Millisecond, cancel)
+	_, err = ProxyDialer(root, time.Minute)(cancelled, "tcp", "ignored:0")
+	assert.ErrorIs(t, err, context.Canceled)
 }

@@ -22,8 +22,10 @@ type Engine interface {
 	// Update runs fn in one write transaction of the engine's frame, at
 	// the place ahead in the engine's queue of writers (a claim-next's,
 	// from Ahead; zero for none), tried again whole while the engine finds
-	// the try worth repeating, each try at the clock read anew. Once
-	// begun, a write runs to its end: ctx is not cancelled.
+	// the try worth repeating, each try at the clock read anew. An engine
+	// may stop waiting for its turn when ctx ends (nothing is written
+	// then, and the error is ctx's); once its transaction has begun, a
+	// write runs to its end whatever becomes of ctx.
 	Update(ctx context.Context, ahead Ahead, fn func(Tx) error) error
 	// Ahead reads, before the write lock, the first candidates of a
 	// claim-next of spec, and takes a place in the queue of writers for
@@ -48,8 +50,8 @@ type Engine interface {
 // Config is what an engine is opened with: the Store's options, with
 // their defaults.
 type Config struct {
-	// BusyTimeout is how long a writer waits for another writer before a
-	// try counts as busy (negative: not at all).
+	// BusyTimeout is how long a writer waits for the other writers
+	// (negative: not at all; 0: the engine's default, which it documents).
 	BusyTimeout time.Duration
 	Retry       Retry            // the tries of a write transaction that found the database busy
 	Now         func() time.Time // the clock, read at the start of every transaction

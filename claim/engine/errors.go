@@ -20,18 +20,19 @@ type Code string
 
 // The error codes of the JSON contract.
 const (
-	EUnexpected   Code = "UNEXPECTED"          // a bug or an I/O failure nobody planned for
-	EInvalid      Code = "INVALID_ARGUMENT"    // bad flag, agent name, priority...
-	EBusy         Code = "SQLITE_BUSY"         // the database stayed locked (Dolt: kept conflicting) past the timeout and retries
-	EWorkspace    Code = "WORKSPACE_NOT_FOUND" // no .beads directory could be found
-	EDBNotFound   Code = "DB_NOT_FOUND"        // a workspace without a database, a missing --db file, no such database on the Dolt server
-	EUnavailable  Code = "DB_UNAVAILABLE"      // the Dolt server cannot be reached (refused, timed out, connection lost): retryable
-	EAccess       Code = "DB_ACCESS_DENIED"    // the Dolt server refused the login, or a write to a read-only user
-	ESchema       Code = "SCHEMA_INCOMPATIBLE" // Dolt, beads_rust, not SQLite, corrupt, missing columns
-	EAlready      Code = "ALREADY_CLAIMED"     // --id: someone else holds the issue
-	ENotClaimable Code = "NOT_CLAIMABLE"       // --id: the issue exists but is not ready
-	ENotFound     Code = "ISSUE_NOT_FOUND"     // --id: no such issue
-	EInterrupted  Code = "INTERRUPTED"         // a signal (or a cancelled context) stopped the command before it wrote anything
+	EUnexpected    Code = "UNEXPECTED"          // a bug or an I/O failure nobody planned for
+	EInvalid       Code = "INVALID_ARGUMENT"    // bad flag, agent name, priority...
+	EBusy          Code = "SQLITE_BUSY"         // SQLite: the database stayed locked past the timeout and retries
+	EWorkspaceBusy Code = "BUSY"                // Dolt: the other writers kept their turns past the wait, or kept conflicting
+	EWorkspace     Code = "WORKSPACE_NOT_FOUND" // no .beads directory could be found
+	EDBNotFound    Code = "DB_NOT_FOUND"        // a workspace without a database, a missing --db file, no such database on the Dolt server
+	EUnavailable   Code = "DB_UNAVAILABLE"      // the Dolt server cannot be reached (refused, timed out, connection lost): retryable
+	EAccess        Code = "DB_ACCESS_DENIED"    // the Dolt server refused the login, or a write to a read-only user
+	ESchema        Code = "SCHEMA_INCOMPATIBLE" // Dolt, beads_rust, not SQLite, corrupt, missing columns
+	EAlready       Code = "ALREADY_CLAIMED"     // --id: someone else holds the issue
+	ENotClaimable  Code = "NOT_CLAIMABLE"       // --id: the issue exists but is not ready
+	ENotFound      Code = "ISSUE_NOT_FOUND"     // --id: no such issue
+	EInterrupted   Code = "INTERRUPTED"         // a signal (or a cancelled context) stopped the command before it wrote anything
 )
 
 // Error is a classified error with a message written for the person or

@@ -42,10 +42,17 @@ type Engine struct {
 	faults func(db.DBTX) db.DBTX
 }
 
+// DefaultBusyTimeout is how long each try of a write waits for SQLite's
+// write lock when the Store sets no busy timeout (--timeout-ms's default).
+const DefaultBusyTimeout = 5 * time.Second
+
 // Open opens the SQLite database at path, as bd v0.27-v0.50 left it, and
 // checks who wrote it (detectFlavor). Nothing is written and no file is
 // created.
 func Open(ctx context.Context, path string, c engine.Config) (*Engine, error) {
+	if c.BusyTimeout == 0 {
+		c.BusyTimeout = DefaultBusyTimeout
+	}
 	conn := OpenDB(path, c.BusyTimeout)
 	fl, err := detectFlavor(ctx, conn)
 	if err != nil {
@@ -109,8 +116,10 @@ type deck struct {
 // begin and commit errors wrapped, a panic rolled back) on the engine's
 // write connection, tried again whole while the database is busy, each
 // try at the clock read anew; the hooks run after the commit, still in the
-// queue.
+// queue. The wait in the queue is bounded by the busy timeouts, not by
+// ctx: the write runs to its end whatever becomes of ctx.
 func (e *Engine) Update(ctx context.Context, ahead engine.Ahead, fn func(engine.Tx) error) error {
+	ctx = context.WithoutCancel(ctx)
 	wait, enter := e.queueWait(), e.queue().Enter
 	if d, ok := ahead.Place.(deck); ok {
 		wait -= time.Since(d.at)

@@ -86,7 +86,9 @@ func (q *Queries) WorkingSetHash(ctx context.Context, db DBTX) (string, error) {
 }
 
 const writersLock = `-- name: WritersLock :one
-SELECT CAST(COALESCE(GET_LOCK(?, ?), 0) AS SIGNED) AS taken
+SELECT CAST(COALESCE(GET_LOCK(?, ?), 0) AS SIGNED) AS taken,
+       CAST(COALESCE(IS_USED_LOCK(?), 0) AS SIGNED) AS holder,
+       CONCAT(DOLT_HASHOF_DB()) AS hash
 `
 
 type WritersLockParams struct {
@@ -94,15 +96,24 @@ type WritersLockParams struct {
 	TimeoutSeconds int32
 }
 
+type WritersLockRow struct {
+	Taken  int64
+	Holder int64
+	Hash   string
+}
+
 // WritersLock queues bd-claim's writers of one database, on every machine
 // that shares the server: a named lock of the server, held by the session
-// (freed when its connection closes, a killed process included). 1 when
-// taken, 0 when the wait timed out.
-func (q *Queries) WritersLock(ctx context.Context, db DBTX, arg WritersLockParams) (int64, error) {
-	row := db.QueryRowContext(ctx, writersLock, arg.Name, arg.TimeoutSeconds)
-	var taken int64
-	err := row.Scan(&taken)
-	return taken, err
+// (freed when its connection closes, a killed process included). taken is
+// 1 when taken, 0 when the wait timed out; then holder is who holds it
+// (a connection id, 0 when it is free) and hash the working set's hash as
+// the statement began: a writer that waits in rounds of this statement
+// sees the writers ahead take their turns and commits land.
+func (q *Queries) WritersLock(ctx context.Context, db DBTX, arg WritersLockParams) (WritersLockRow, error) {
+	row := db.QueryRowContext(ctx, writersLock, arg.Name, arg.TimeoutSeconds, arg.Name)
+	var i WritersLockRow
+	err := row.Scan(&i.Taken, &i.Holder, &i.Hash)
+	return i, err
 }
 
 const writersUnlock = `-- name: WritersUnlock :exec

@@ -10,9 +10,14 @@ CALL DOLT_COMMIT('-m', sqlc.arg(message), '--author', sqlc.arg(author));
 -- name: WritersLock :one
 -- WritersLock queues bd-claim's writers of one database, on every machine
 -- that shares the server: a named lock of the server, held by the session
--- (freed when its connection closes, a killed process included). 1 when
--- taken, 0 when the wait timed out.
-SELECT CAST(COALESCE(GET_LOCK(sqlc.arg(name), sqlc.arg(timeout_seconds)), 0) AS SIGNED) AS taken;
+-- (freed when its connection closes, a killed process included). taken is
+-- 1 when taken, 0 when the wait timed out; then holder is who holds it
+-- (a connection id, 0 when it is free) and hash the working set's hash as
+-- the statement began: a writer that waits in rounds of this statement
+-- sees the writers ahead take their turns and commits land.
+SELECT CAST(COALESCE(GET_LOCK(sqlc.arg(name), sqlc.arg(timeout_seconds)), 0) AS SIGNED) AS taken,
+       CAST(COALESCE(IS_USED_LOCK(sqlc.arg(name)), 0) AS SIGNED) AS holder,
+       CONCAT(DOLT_HASHOF_DB()) AS hash;
 
 -- name: WritersUnlock :exec
 -- WritersUnlock hands the named lock to the next writer.
