@@ -97,6 +97,12 @@ func (s *Store) Version() Version { return s.flavor.Version }
 // prints Result.BdJSON as bd would follows it.
 func (s *Store) BdJSONEnvelope() bool { return s.flavor.JSONEnvelope }
 
+// ScopesByDirectory says whether the workspace's bd ready, run without a
+// label flag, scopes its list to the label that config directory.labels
+// gives its directory (Settings.DirectoryLabel): bd v0.31.0 and later do.
+// A claim-next without a label filter is scoped alike only then.
+func (s *Store) ScopesByDirectory() bool { return s.flavor.DirectoryLabels }
+
 // Version is a bd release, major.minor.patch.
 type Version = engine.Version
 

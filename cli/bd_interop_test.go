@@ -1,7 +1,8 @@
 package cli_test
 
-// Interop with the real bd: workspaces made and read by bd v0.47.1 and
-// v0.49.6 (built by `make bd`), claims made by bd-claim in between.
+// Interop with the real bd: workspaces made and read by bd v0.27.2,
+// v0.47.1 and v0.49.6 (built by `make bd`), claims made by bd-claim in
+// between.
 
 import (
 	"database/sql"
@@ -34,12 +35,12 @@ func TestDemoWorkspaceWithBd(t *testing.T) {
 	var held int
 	assert.NilError(t, claimtest.Open(t, claimtest.DBPath(dir)).QueryRow("SELECT count(*) FROM issues WHERE status = 'in_progress'").Scan(&held))
 	assert.Assert(t, held > 0)
-	for _, version := range bdVersions {
-		bd := bdWorkspace(t, version) // bd with its environment, run in the demo's workspace
+	for _, rel := range bdReleases {
+		bd := bdWorkspace(t, rel) // bd with its environment, run in the demo's workspace
 		bd.Dir = dir
 		var list []bdIssue
 		bd.json(&list, "list", "--status", "in_progress", "--limit", "0")
-		assert.Equal(t, len(list), held, version)
+		assert.Equal(t, len(list), held, rel.version)
 	}
 	bd := claimtest.EmbeddedWorkspace(t, "dm")
 	bd.Dir = dir
@@ -49,11 +50,11 @@ func TestDemoWorkspaceWithBd(t *testing.T) {
 }
 
 func TestBdEnvironment(t *testing.T) {
-	for _, version := range bdVersions {
-		t.Run(version, func(t *testing.T) {
-			bd := bdWorkspace(t, version)
+	for _, rel := range bdReleases {
+		t.Run(rel.version, func(t *testing.T) {
+			bd := bdWorkspace(t, rel)
 			r := bd.ok("--version")
-			assert.Check(t, strings.HasPrefix(r.Stdout(), "bd version "+strings.TrimPrefix(version, "v")+" "), r.Stdout())
+			assert.Check(t, strings.HasPrefix(r.Stdout(), "bd version "+strings.TrimPrefix(rel.version, "v")+" "), r.Stdout())
 			assert.Check(t, strings.Contains(bd.ok("--help").Stdout(), "Usage:"))
 			assert.Check(t, bd.ok("quickstart").Stdout() != "")
 
@@ -71,18 +72,29 @@ func TestBdEnvironment(t *testing.T) {
 // lists only that label's issues (bd's directory scoping); a claim-next run
 // there (or given it as --workspace) takes from the same list and says so
 // in its filters. --label, --id and the workspace's root are not scoped.
+// A bd without directory scoping (before v0.31.0) lists every issue there,
+// and a claim-next takes from that list.
 func TestDirectoryLabelsAsBdReady(t *testing.T) {
-	for _, version := range bdVersions {
-		t.Run(version, func(t *testing.T) {
-			bd := bdWorkspace(t, version)
+	for _, rel := range bdReleases {
+		t.Run(rel.version, func(t *testing.T) {
+			bd := bdWorkspace(t, rel)
 			mav := bd.create("maverick work", "-p", "2", "-l", "maverick")
 			api := bd.create("api work", "-p", "1", "-l", "api")
-			bd.create("plain work", "-p", "0")
+			plain := bd.create("plain work", "-p", "0")
 			sub := maverickDir(t, bd.Dir, "src")
 			ws := *bd.BdWorkspace
 			ws.Dir = sub
-			inSub := bdTool{t, &ws}
+			inSub := bdTool{t, &ws, rel}
 			listed := inSub.ready()
+			if !rel.dirLabels {
+				assert.Assert(t, len(listed) == 3 && listed[0].ID == plain, "bd ready in %s: %+v", sub, listed)
+				out := bdc(t, sub, 0, "--agent", "a", "--dry-run", "--explain")
+				assert.Check(t, is.Equal(out.Issue.ID, plain))
+				assert.Check(t, is.Len(out.Filters.IncludeLabels, 0))
+				assert.Check(t, is.Equal(out.Explain.Claimable, 3))
+				assert.Check(t, is.Equal(serve(t, sub, "m1", "--quiet").callOK(t, "claim", map[string]any{"dry_run": true}).Issue.ID, plain))
+				return
+			}
 			assert.Assert(t, len(listed) == 1 && listed[0].ID == mav, "bd ready in %s: %+v", sub, listed)
 
 			out := bdc(t, sub, 0, "--agent", "a", "--dry-run", "--explain")
@@ -118,16 +130,9 @@ func maverickDir(t *testing.T, root string, below ...string) string {
 }
 
 func TestBdSeesClaim(t *testing.T) {
-	tests := []struct {
-		version              string
-		readyListsInProgress bool // bd ready listed in_progress issues up to v0.49.3
-	}{
-		{version: "v0.47.1", readyListsInProgress: true},
-		{version: "v0.49.6", readyListsInProgress: false},
-	}
-	for _, tc := range tests {
+	for _, tc := range bdReleases {
 		t.Run(tc.version, func(t *testing.T) {
-			bd := bdWorkspace(t, tc.version)
+			bd := bdWorkspace(t, tc)
 			blocker := bd.create("Blocker", "-p", "3")
 			blocked := bd.create("Blocked by the blocker", "-p", "0", "--deps", "blocks:"+blocker)
 			held := bd.create("Already someone's", "-p", "0", "-a", "someone")
@@ -229,25 +234,29 @@ func TestBdSeesClaim(t *testing.T) {
 	}
 }
 
+// Claim twins: the same issue made three times, claimed by bd-claim, by
+// bd update --status in_progress --assignee and by bd update --claim (where
+// bd has it), gets the same hash, columns, event and dirty mark.
 func TestContentHashParityWithBd(t *testing.T) {
-	tests := []struct {
-		version    string
-		claimEvent string // what bd update --claim (and so bd-claim) records
-	}{
-		{version: "v0.47.1", claimEvent: "status_changed"},
-		{version: "v0.49.6", claimEvent: "claimed"},
-	}
-	for _, tc := range tests {
+	for _, tc := range bdReleases {
 		t.Run(tc.version, func(t *testing.T) {
 			// Twins: same content, same creator (created_by = BD_ACTOR, owner =
 			// git email), so bd hashes them alike.
-			bd := bdWorkspace(t, tc.version).as("agent-a")
-			twin := func() string {
-				return bd.create("Twin", "-d", "the same description", "-t", "bug", "-p", "1",
-					"-l", "backend,urgent", "--design", "a design", "--acceptance", "it works", "--notes", "notes",
-					"--estimate", "45", "--due", "2030-01-15")
+			bd := bdWorkspace(t, tc).as("agent-a")
+			fields := []string{"-d", "the same description", "-t", "bug", "-p", "1",
+				"-l", "backend,urgent", "--design", "a design", "--acceptance", "it works"}
+			if tc.createsNotes {
+				fields = append(fields, "--notes", "notes", "--estimate", "45", "--due", "2030-01-15")
 			}
-			viaBdClaim, viaUpdate, viaClaim := twin(), twin(), twin()
+			twin := func() string { return bd.create("Twin", fields...) }
+			viaBdClaim, viaUpdate := twin(), twin()
+			byBd := []string{viaUpdate} // the twins bd claims
+			var viaClaim string
+			if tc.claimFlag {
+				viaClaim = twin()
+				byBd = append(byBd, viaClaim)
+			}
+			twins := append([]string{viaBdClaim}, byBd...)
 			conn := bd.db()
 			before := readDBIssue(t, conn, viaBdClaim).ContentHash
 			var lastEvent int64
@@ -258,9 +267,10 @@ func TestContentHashParityWithBd(t *testing.T) {
 			assert.Equal(t, got.Issue.ID, viaBdClaim) // the oldest of equals
 			// --no-auto-flush keeps every dirty mark for the comparison below.
 			bd.ok("update", viaUpdate, "--status", "in_progress", "--assignee", "agent-a", "--no-auto-flush")
-			bd.ok("update", viaClaim, "--claim", "--no-auto-flush")
+			if tc.claimFlag {
+				bd.claim(viaClaim, "--no-auto-flush")
+			}
 
-			twins := []string{viaBdClaim, viaUpdate, viaClaim}
 			for _, id := range twins {
 				row := readDBIssue(t, conn, id)
 				assert.Check(t, is.Equal(row.Status+"/"+row.Assignee, "in_progress/agent-a"), id)
@@ -272,16 +282,18 @@ func TestContentHashParityWithBd(t *testing.T) {
 			assert.Check(t, before != got.Issue.ContentHash)
 			// Every other column alike too.
 			want := issueColumns(t, conn, viaUpdate)
-			for _, id := range []string{viaBdClaim, viaClaim} {
+			for _, id := range append([]string{viaBdClaim}, byBd[1:]...) {
 				assert.Check(t, is.DeepEqual(issueColumns(t, conn, id), want), "columns of %s vs %s (bd update)", id, viaUpdate)
 			}
 
 			events := claimEvents(t, conn, lastEvent)
-			assert.Assert(t, is.Len(events, 3), "%+v", events)
+			assert.Assert(t, is.Len(events, len(twins)), "%+v", events)
 			assert.Check(t, is.Equal(events[viaUpdate].Type, "status_changed"))
-			assert.Check(t, is.Equal(events[viaClaim].Type, tc.claimEvent))
+			if tc.claimFlag {
+				assert.Check(t, is.Equal(events[viaClaim].Type, tc.claimEvent))
+			}
 			assert.Check(t, is.Equal(events[viaBdClaim].Type, tc.claimEvent))
-			for _, id := range []string{viaUpdate, viaClaim} {
+			for _, id := range byBd {
 				e, mine := events[id], events[viaBdClaim]
 				e.Type, mine.Type = "", ""
 				assert.Check(t, is.DeepEqual(mine, e), "event of bd-claim vs %s", id)
@@ -396,9 +408,9 @@ func TestBdAndBdClaimConcurrently(t *testing.T) {
 		newIssues = 20 // issues bd creates while agents claim
 		agents    = 8  // bd-claim loops
 	)
-	for _, version := range bdVersions {
-		t.Run(version, func(t *testing.T) {
-			bd := bdWorkspace(t, version)
+	for _, rel := range bdReleases {
+		t.Run(rel.version, func(t *testing.T) {
+			bd := bdWorkspace(t, rel)
 			var claimable, humans []string
 			for i := range seeds {
 				claimable = append(claimable, bd.create(fmt.Sprintf("seed %d", i), "-d", "seed", "-p", strconv.Itoa(i%5)))

@@ -1,6 +1,6 @@
 package cli_test
 
-// The claim lifecycle seen by the real bd (v0.47.1 and v0.49.6): release,
+// The claim lifecycle seen by the real bd (v0.27.2, v0.47.1, v0.49.6): release,
 // failed attempts and abandonment, reset, leases with heartbeat, takeover
 // and reap, and completion left to bd. Every state bd-claim writes must be
 // what bd show, bd ready, bd list and bd export read back.
@@ -176,12 +176,12 @@ func collidingIDs(report string) []string {
 	return nil
 }
 
-// bdClosedControl is an issue bd claims and closes alone (bd update
-// --claim, bd close): what bd's own completion looks like, export included.
+// bdClosedControl is an issue bd claims and closes alone (bd's claim, bd
+// close): what bd's own completion looks like, export included.
 func bdClosedControl(t *testing.T, b *bdTool) string {
 	t.Helper()
 	id := b.create("Closed by bd alone", "-d", "control")
-	b.as("agent-z").ok("update", id, "--claim")
+	b.as("agent-z").claim(id)
 	b.as("agent-z").ok("close", id, "--reason", "done")
 	return id
 }
@@ -246,32 +246,25 @@ func checkIntegrity(t *testing.T, conn *sql.DB) {
 func waitPast(until time.Time) { time.Sleep(time.Until(until) + 150*time.Millisecond) }
 
 func TestBdLifecycle(t *testing.T) {
-	tests := []struct {
-		version         string
-		claimEvent      string // the event of a claim: bd update --claim's
-		exportsComments bool   // bd export writes each issue's comments
-	}{
-		{version: "v0.47.1", claimEvent: "status_changed", exportsComments: false},
-		{version: "v0.49.6", claimEvent: "claimed", exportsComments: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.version, func(t *testing.T) {
-			t.Run("release", func(t *testing.T) { testBdLifecycleRelease(t, tc.version, tc.claimEvent, tc.exportsComments) })
-			t.Run("abandon", func(t *testing.T) { testBdLifecycleAbandon(t, tc.version, tc.exportsComments) })
-			t.Run("lease", func(t *testing.T) { testBdLifecycleLease(t, tc.version, tc.exportsComments) })
-			t.Run("completion", func(t *testing.T) { testBdLifecycleCompletion(t, tc.version) })
+	for _, br := range bdReleases {
+		t.Run(br.version, func(t *testing.T) {
+			t.Run("release", func(t *testing.T) { testBdLifecycleRelease(t, br) })
+			t.Run("abandon", func(t *testing.T) { testBdLifecycleAbandon(t, br) })
+			t.Run("lease", func(t *testing.T) { testBdLifecycleLease(t, br) })
+			t.Run("completion", func(t *testing.T) { testBdLifecycleCompletion(t, br) })
 		})
 	}
 }
 
 // Release twins: bd-claim release and bd update --status open --assignee ""
 // write the same issue row, the same event and the same dirty mark.
-func testBdLifecycleRelease(t *testing.T, version, claimEvent string, exportsComments bool) {
-	bd := bdWorkspace(t, version).as("agent-a")
-	twin := func() string {
-		return bd.create("Twin", "-d", "the same description", "-t", "bug", "-p", "1", "-l", "backend",
-			"--design", "a design", "--acceptance", "it works", "--notes", "notes")
+func testBdLifecycleRelease(t *testing.T, br bdRelease) {
+	bd := bdWorkspace(t, br).as("agent-a")
+	fields := []string{"-d", "the same description", "-t", "bug", "-p", "1", "-l", "backend", "--design", "a design", "--acceptance", "it works"}
+	if br.createsNotes {
+		fields = append(fields, "--notes", "notes")
 	}
+	twin := func() string { return bd.create("Twin", fields...) }
 	viaRelease, viaUpdate := twin(), twin()
 	conn := bd.db()
 	created := readDBIssue(t, conn, viaRelease)
@@ -288,7 +281,7 @@ func testBdLifecycleRelease(t *testing.T, version, claimEvent string, exportsCom
 		ev := claimtest.Events(t, conn, id, c.ClaimID-1)
 		assert.Assert(t, len(ev) > 0)
 		assert.Check(t, is.Equal(ev[0].ID, c.ClaimID))
-		assert.Check(t, is.Equal(ev[0].Type, claimEvent))
+		assert.Check(t, is.Equal(ev[0].Type, br.claimEvent))
 		shown := bd.show(id)
 		assert.Check(t, is.Equal(shown.Status+"/"+shown.Assignee, "in_progress/agent-a"))
 	}
@@ -391,15 +384,15 @@ func testBdLifecycleRelease(t *testing.T, version, claimEvent string, exportsCom
 		assert.Check(t, !assigned, "export of %s: %v", id, line)
 		assert.Check(t, is.DeepEqual(exportedLabels(line), []string{"backend"}), id)
 	}
-	checkCommentExport(t, exported, exportsComments, viaRelease, "agent-b: bd-claim: agent-b released the issue: handing over to a human",
+	checkCommentExport(t, exported, br.exportsComments, viaRelease, "agent-b: bd-claim: agent-b released the issue: handing over to a human",
 		viaUpdate, "a comment bd added")
 	checkIntegrity(t, conn)
 }
 
 // Failed attempts: a backoff bd does not know of, then abandonment, a label
 // bd lists, and a reset that bd and bd-claim both see.
-func testBdLifecycleAbandon(t *testing.T, version string, exportsComments bool) {
-	bd := bdWorkspace(t, version)
+func testBdLifecycleAbandon(t *testing.T, br bdRelease) {
+	bd := bdWorkspace(t, br)
 	flaky := bd.create("Flaky", "-d", "fails", "-l", "flaky")
 	steady := bd.create("Steady", "-d", "fine", "-l", "steady")
 	conn := bd.db()
@@ -494,7 +487,7 @@ func testBdLifecycleAbandon(t *testing.T, version string, exportsComments bool) 
 	_, assigned := line["assignee"]
 	assert.Check(t, !assigned, "export: %v", line)
 	assert.Check(t, is.DeepEqual(exportedLabels(line), []string{abandonedLabel, "flaky"}))
-	checkCommentExport(t, exported, exportsComments, flaky, "agent-b: bd-claim: attempt 2 by agent-b failed: still failing",
+	checkCommentExport(t, exported, br.exportsComments, flaky, "agent-b: bd-claim: attempt 2 by agent-b failed: still failing",
 		steady, "a comment bd added")
 	// bd's next write flushes it to .beads/issues.jsonl, for git.
 	flushed := flushJSONL(t, bd, steady)
@@ -540,8 +533,8 @@ func testBdLifecycleAbandon(t *testing.T, version string, exportsComments bool) 
 
 // Leases: a heartbeat bd does not see, a takeover and a reap it does, and
 // an issue bd closed meanwhile that neither touches.
-func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
-	bd := bdWorkspace(t, version)
+func testBdLifecycleLease(t *testing.T, br bdRelease) {
+	bd := bdWorkspace(t, br)
 	taken := bd.create("Taken over", "-d", "x", "-l", "takeover")
 	reaped := bd.create("Reaped", "-d", "x", "-l", "reap")
 	kept := bd.create("Kept alive", "-d", "x", "-l", "kept")
@@ -681,17 +674,17 @@ func testBdLifecycleLease(t *testing.T, version string, exportsComments bool) {
 	}
 	bd.ok("comments", "add", kept, "a comment bd added")
 	exported = exportRoundTrip(t, bd, done, control)
-	checkCommentExport(t, exported, exportsComments, reaped, "reaper: bd-claim: lease of agent-a (claim "+fmt.Sprint(claims[reaped].ClaimID)+") ended",
+	checkCommentExport(t, exported, br.exportsComments, reaped, "reaper: bd-claim: lease of agent-a (claim "+fmt.Sprint(claims[reaped].ClaimID)+") ended",
 		kept, "a comment bd added")
-	checkCommentExport(t, exported, exportsComments, taken, "agent-b: bd-claim: lease of agent-a (claim "+fmt.Sprint(claims[taken].ClaimID)+") ended",
+	checkCommentExport(t, exported, br.exportsComments, taken, "agent-b: bd-claim: lease of agent-a (claim "+fmt.Sprint(claims[taken].ClaimID)+") ended",
 		kept, "a comment bd added")
 	checkIntegrity(t, conn)
 }
 
 // Completion stays bd's: once bd closed a claimed issue, bd-claim neither
 // releases, renews nor hands it out, and stats forgets it.
-func testBdLifecycleCompletion(t *testing.T, version string) {
-	bd := bdWorkspace(t, version)
+func testBdLifecycleCompletion(t *testing.T, br bdRelease) {
+	bd := bdWorkspace(t, br)
 	id := bd.create("Finish me", "-d", "x")
 	conn := bd.db()
 	c := bdc(t, bd.Dir, 0, "--agent", "agent-a", "--id", id)

@@ -16,35 +16,68 @@ import (
 	beadssql "github.com/bdclaim/bd-claim/sql"
 )
 
-// bdVersions are the real bd releases the interop tests run against, the
-// vendored ones ("v0.49.6", newest first); their binaries are built by
-// `make bd` (scripts/build-bd.sh) into .bin/.
-var bdVersions = func() []string {
-	var vs []string
-	for _, v := range beadssql.Versions() {
-		vs = append(vs, "v"+v)
+// bdRelease is what the interop tests know of one real bd release they
+// run against: the vendored ones (TestBdReleases keeps the two lists
+// equal), newest first; their binaries are built by `make bd`
+// (scripts/build-bd.sh) into .bin/.
+type bdRelease struct {
+	version              string
+	readyListsInProgress bool   // bd ready lists in_progress issues (up to v0.49.3)
+	claimEvent           string // the event of bd's claim, and so of bd-claim's: claimed from v0.49.4, status_changed before
+	claimFlag            bool   // bd update has --claim (from v0.42.0); before, bd claims with --status in_progress --assignee
+	exportsComments      bool   // bd export writes each issue's comments
+	dirLabels            bool   // bd ready scopes its list to config directory.labels' label for its directory (from v0.31.0)
+	createsNotes         bool   // bd create has --notes, --estimate and --due (v0.27.2 has none of them)
+}
+
+var bdReleases = []bdRelease{
+	{version: "v0.49.6", claimEvent: "claimed", claimFlag: true, exportsComments: true, dirLabels: true, createsNotes: true},
+	{version: "v0.47.1", readyListsInProgress: true, claimEvent: "status_changed", claimFlag: true, dirLabels: true, createsNotes: true},
+	{version: "v0.27.2", readyListsInProgress: true, claimEvent: "status_changed"},
+}
+
+// The interop tests run against every vendored bd release.
+func TestBdReleases(t *testing.T) {
+	var have, want []string
+	for _, r := range bdReleases {
+		have = append(have, r.version)
 	}
-	return vs
-}()
+	for _, v := range beadssql.Versions() {
+		want = append(want, "v"+v)
+	}
+	assert.DeepEqual(t, have, want)
+}
 
 // bdTool runs one real bd release in one workspace (claimtest.BdWorkspace).
 type bdTool struct {
 	t *testing.T
 	*claimtest.BdWorkspace
+	rel bdRelease
 }
 
-// bdWorkspace makes a new workspace with bd version: `git init`, then
+// bdWorkspace makes a new workspace with bd release rel: `git init`, then
 // `bd init --prefix bt`. bd runs as actor bd-test unless told otherwise (as).
-func bdWorkspace(t *testing.T, version string) *bdTool {
+func bdWorkspace(t *testing.T, rel bdRelease) *bdTool {
 	t.Helper()
-	return &bdTool{t, claimtest.SQLiteWorkspace(t, version)}
+	return &bdTool{t, claimtest.SQLiteWorkspace(t, rel.version), rel}
 }
 
 // as is the same bd acting as another actor (BD_ACTOR).
-func (b *bdTool) as(actor string) *bdTool { return &bdTool{b.t, b.As(actor)} }
+func (b *bdTool) as(actor string) *bdTool { return &bdTool{b.t, b.As(actor), b.rel} }
 
 // run runs bd --no-daemon ARGS in the workspace. Safe from any goroutine.
 func (b *bdTool) run(args ...string) *icmd.Result { return b.Bd(args...) }
+
+// claim is bd's own claim of id by its actor: bd update --claim, or,
+// before bd had it, bd update --status in_progress --assignee ACTOR.
+func (b *bdTool) claim(id string, flags ...string) {
+	b.t.Helper()
+	args := []string{"update", id, "--claim"}
+	if !b.rel.claimFlag {
+		args = []string{"update", id, "--status", "in_progress", "--assignee", b.Getenv("BD_ACTOR")}
+	}
+	b.ok(append(args, flags...)...)
+}
 
 // ok runs bd and requires exit status 0. bd also exits 0 on many per-issue
 // errors, so callers check what it printed or wrote too.

@@ -169,7 +169,7 @@ type options struct {
 	reset               claim.ResetRequest
 	fs                  *pflag.FlagSet
 	cfg                 claim.Settings
-	dirLabel            string // the label bd ready scopes a listing to in the command's directory (dirLabel)
+	dirLabel            string // the label config directory.labels gives the command's directory (dirLabel), bd ready's scope there where its bd scopes (Store.ScopesByDirectory)
 	ws                  claim.Workspace
 	start               time.Time
 	getenv              func(string) string
@@ -331,7 +331,7 @@ func doClaim(ctx context.Context, s *claim.Store, o *options, out output, log *s
 	req.MaxHeld = o.cfg.MaxHeld
 	// Without --label, a claim-next takes what bd ready would list in the
 	// agent's directory.
-	if o.dirLabel != "" && req.ID == "" && len(req.Filters.IncludeLabels) == 0 && len(req.Filters.LabelsAny) == 0 {
+	if o.dirLabel != "" && s.ScopesByDirectory() && req.ID == "" && len(req.Filters.IncludeLabels) == 0 && len(req.Filters.LabelsAny) == 0 {
 		req.Filters.IncludeLabels = []string{o.dirLabel}
 	}
 	filters := slog.Any("filters", req.Filters)

@@ -505,7 +505,7 @@ func TestDemo(t *testing.T) {
 	r.Assert(t, icmd.Success)
 	assert.Assert(t, is.Contains(r.Stdout(), "verdict: PASS"))
 	keptDemo(t, r.Stdout())
-	assert.Assert(t, is.Contains(r.Stdout(), "a SQLite workspace with bd v0.49.6's schema (bd v0.49.6 and v0.47.1 open it; bd v1.3 does not)"))
+	assert.Assert(t, is.Contains(r.Stdout(), "a SQLite workspace with bd v0.49.6's schema (bd v0.49.6, v0.47.1 and v0.27.2 open it; bd v1.3 does not)"))
 	tmp := t.TempDir()
 	run(t, t.TempDir(), []string{"TMPDIR=" + tmp, "XDG_RUNTIME_DIR="}, "demo", "--agents", "3", "--issues", "30").Assert(t, icmd.Expected{Out: "verdict: PASS"})
 	// The workspace is removed; the writers' queue directory (no

@@ -74,7 +74,11 @@ var demoLooks = []string{
 // bd releases bd-claim is tested with open; bd v1.3 keeps its workspaces
 // in Dolt and refuses it.
 func kept(w io.Writer, dir string) {
-	bds := "v" + strings.Join(beadssql.Versions(), " and v")
+	vs := beadssql.Versions()
+	bds := "v" + vs[0]
+	if n := len(vs); n > 1 {
+		bds = "v" + strings.Join(vs[:n-1], ", v") + " and v" + vs[n-1]
+	}
 	fmt.Fprintf(w, "workspace kept: %s\n  a SQLite workspace with bd v%s's schema (bd %s open it; bd v1.3 does not). Look at it with:\n    cd %s\n",
 		dir, beadssql.SchemaVersion, bds, dir)
 	for _, c := range demoLooks {

@@ -21,6 +21,22 @@ func (q *Queries) SeedBlockedInsert(ctx context.Context, db DBTX, issueID string
 	return err
 }
 
+const seedConfigSet = `-- name: SeedConfigSet :exec
+INSERT INTO config (key, value) VALUES (?1, ?2)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
+`
+
+type SeedConfigSetParams struct {
+	Key   string
+	Value string
+}
+
+// SeedConfigSet writes one key of bd's config table.
+func (q *Queries) SeedConfigSet(ctx context.Context, db DBTX, arg SeedConfigSetParams) error {
+	_, err := db.ExecContext(ctx, seedConfigSet, arg.Key, arg.Value)
+	return err
+}
+
 const seedDependencyInsert = `-- name: SeedDependencyInsert :exec
 INSERT INTO dependencies (issue_id, depends_on_id, type, created_at, created_by)
 VALUES (?1, ?2, ?3, ?4, ?5)

@@ -77,6 +77,24 @@ type BdWorkspace struct{ BdRunner }
 // otherwise (As). Under -short, a missing bd skips the test.
 func SQLiteWorkspace(t testing.TB, version string) *BdWorkspace {
 	t.Helper()
+	w := sqliteBd(t, version)
+	w.OK("init", "--prefix", "bt", "--quiet", "--skip-hooks", "--skip-merge-driver")
+	return w
+}
+
+// FixtureWorkspace is a copy of the fixture of bd version ("0.27.2") in a
+// new git repository, and the real bd of that version (as
+// SQLiteWorkspace's).
+func FixtureWorkspace(t testing.TB, version string) *BdWorkspace {
+	t.Helper()
+	w := sqliteBd(t, "v"+version)
+	copyFixture(t, version, w.Dir)
+	return w
+}
+
+// sqliteBd is bd version in a new git repository with no workspace yet.
+func sqliteBd(t testing.TB, version string) *BdWorkspace {
+	t.Helper()
 	bin := filepath.Join(Root(), ".bin", "bd-"+version)
 	if _, err := os.Stat(bin); err != nil {
 		if testing.Short() {
@@ -101,7 +119,6 @@ func SQLiteWorkspace(t testing.TB, version string) *BdWorkspace {
 		"GIT_COMMITTER_NAME=bd-test", "GIT_COMMITTER_EMAIL=bd-test@example.invalid",
 	}}}
 	icmd.RunCmd(icmd.Command("git", "init", "-q"), icmd.Dir(w.Dir), icmd.WithEnv(w.Env...)).Assert(t, icmd.Success)
-	w.OK("init", "--prefix", "bt", "--quiet", "--skip-hooks", "--skip-merge-driver")
 	return w
 }
 

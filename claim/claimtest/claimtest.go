@@ -60,11 +60,17 @@ func FixtureDir(version string) string {
 func Fixture(t testing.TB, version string) string {
 	t.Helper()
 	dir := t.TempDir()
+	copyFixture(t, version, dir)
+	return dir
+}
+
+// copyFixture copies a fixture's workspace files into dir/.beads.
+func copyFixture(t testing.TB, version, dir string) {
+	t.Helper()
 	must(t, os.Mkdir(filepath.Join(dir, ".beads"), 0o755))
 	for _, f := range []string{"beads.db", "metadata.json", "config.yaml"} {
 		CopyFile(t, filepath.Join(FixtureDir(version), f), filepath.Join(dir, ".beads", f))
 	}
-	return dir
 }
 
 // DBPath is the database of a workspace made by Fixture.

@@ -34,12 +34,19 @@ type Setup struct {
 	// proxied-server mode resolves no short id); bd-claim resolves them
 	// there all the same.
 	ExactIDs bool
+	// NoClose is set for a bd whose close bd-claim does not write: it
+	// refuses it (SCHEMA_INCOMPATIBLE) and says to close the issue with
+	// bd close. It renders every row of a workspace of the setup, so that
+	// the checks, which then assert the refusal instead of the close, show
+	// that it wrote nothing.
+	NoClose func(t *testing.T, w *claimtest.BdRunner) any
 }
 
 // Workspace is a new workspace of one setup, and its bd.
 type Workspace struct {
 	*claimtest.BdRunner
-	exactIDs bool // Setup.ExactIDs
+	exactIDs bool                                          // Setup.ExactIDs
+	noClose  func(t *testing.T, w *claimtest.BdRunner) any // Setup.NoClose
 }
 
 // Create is bd create TITLE FLAGS; it returns the new issue's id.
@@ -97,7 +104,9 @@ func Run(t *testing.T, setups ...Setup) {
 		t.Run(setup.Name, func(t *testing.T) {
 			t.Parallel()
 			for _, check := range checks {
-				t.Run(check.name, func(t *testing.T) { check.run(t, &Workspace{setup.New(t), setup.ExactIDs}) })
+				t.Run(check.name, func(t *testing.T) {
+					check.run(t, &Workspace{setup.New(t), setup.ExactIDs, setup.NoClose})
+				})
 			}
 		})
 	}
@@ -285,6 +294,11 @@ func confShortIDs(t *testing.T, w *Workspace) {
 	assert.NilError(t, err)
 	assert.Equal(t, second.Issue.ID, abd)
 	closed, err := s.CloseIssue(ctx, claim.CloseRequest{Agent: "b", ID: "abd34", ClaimID: second.ClaimID})
+	if w.noClose != nil {
+		closeRefused(t, err, abd)
+		assert.Equal(t, w.Show(t, abd), "in_progress/b")
+		return
+	}
 	assert.NilError(t, err)
 	assert.Equal(t, closed.Issue.ID, abd)
 	assert.Equal(t, w.Show(t, abd), "closed/b")
@@ -760,8 +774,13 @@ func (a CloseTwins) TwinOf(b CloseTwins) map[string]string {
 // lists the twin of every issue it lists after bd's own close of the twin
 // (the chain unblocked one link at a time, the epic as bd leaves it). A
 // stale, foreign or unknown close is refused and changes nothing; a
-// retried close is a no-op; a dry run writes nothing.
+// retried close is a no-op; a dry run writes nothing. On a bd whose close
+// bd-claim does not write, the close is refused instead (confNoClose).
 func confClose(t *testing.T, w *Workspace) {
+	if w.noClose != nil {
+		confNoClose(t, w)
+		return
+	}
 	ctx := context.Background()
 	ours, theirs := NewCloseTwins(t, w, "ours"), NewCloseTwins(t, w, "theirs")
 	twin := ours.TwinOf(theirs)
@@ -848,6 +867,62 @@ func confClose(t *testing.T, w *Workspace) {
 	st, err := s.Stats(ctx)
 	assert.NilError(t, err)
 	assert.Equal(t, st.LastHour.Closes, 7, "three closes each by bd-claim and bd, then b's")
+}
+
+// confNoClose is the close check on a bd whose close bd-claim does not
+// write: the holder's close, under its claim id or none, and its dry run
+// are refused (SCHEMA_INCOMPATIBLE, naming bd close of the issue) and
+// change no row. The fence comes first, as on every bd: a foreign, stale,
+// unknown or invalid close is refused as such. What the refusal says to
+// do works: once released, bd close closes the issue and bd ready lists
+// the one it blocked.
+func confNoClose(t *testing.T, w *Workspace) {
+	ctx := context.Background()
+	c := NewCloseTwins(t, w, "ours")
+	s := w.Store(t, claim.Options{})
+	got := MustClaim(t, s, claim.Request{Agent: "a", ID: c.Head, Lease: time.Minute})
+	rows := w.noClose(t, w.BdRunner)
+	for _, req := range []claim.CloseRequest{
+		{Agent: "a", ID: c.Head, ClaimID: got.ClaimID, Reason: "done"},
+		{Agent: "a", ID: c.Head},
+		{Agent: "a", ID: c.Head, DryRun: true},
+	} {
+		_, err := s.CloseIssue(ctx, req)
+		closeRefused(t, err, c.Head)
+	}
+	for _, tc := range []struct {
+		req  claim.CloseRequest
+		code claim.Code
+	}{
+		{claim.CloseRequest{Agent: "b", ID: c.Head}, claim.EAlready},
+		{claim.CloseRequest{Agent: "a", ID: c.Head, ClaimID: got.ClaimID + 1}, claim.EAlready},
+		{claim.CloseRequest{Agent: "a", ID: c.Epic}, claim.ENotClaimable},
+		{claim.CloseRequest{Agent: "a", ID: "bt-nosuch"}, claim.ENotFound},
+		{claim.CloseRequest{Agent: "a", ID: " "}, claim.EInvalid},
+	} {
+		_, err := s.CloseIssue(ctx, tc.req)
+		assert.Equal(t, claim.ErrorCode(err), tc.code, "%+v: %v", tc.req, err)
+	}
+	assert.DeepEqual(t, w.noClose(t, w.BdRunner), rows)
+	assert.Equal(t, w.Show(t, c.Head), "in_progress/a")
+	assert.Assert(t, !slices.Contains(w.Ready(t, "priority"), c.Mid), "blocked by %s", c.Head)
+
+	_, err := s.Release(ctx, claim.ReleaseRequest{Agent: "a", ID: c.Head, ClaimID: got.ClaimID})
+	assert.NilError(t, err)
+	w.OK("close", c.Head, "--reason", "done")
+	assert.Equal(t, w.Show(t, c.Head), "closed/")
+	assert.Assert(t, slices.Contains(w.Ready(t, "priority"), c.Mid), "unblocked by bd close %s", c.Head)
+	st, err := s.Stats(ctx)
+	assert.NilError(t, err)
+	assert.Equal(t, st.LastHour.Closes, 1, "bd's close only")
+}
+
+// closeRefused asserts that err is the refusal of a close that bd-claim
+// does not write, naming bd close of the whole id.
+func closeRefused(t *testing.T, err error, id string) {
+	t.Helper()
+	assert.Equal(t, claim.ErrorCode(err), claim.ESchema, "%v", err)
+	assert.ErrorContains(t, err, "close it with `bd close "+id+"`")
 }
 
 // clock is a test clock the checks move.

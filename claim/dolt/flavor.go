@@ -20,8 +20,8 @@ var flavor = engine.Flavor{
 	Version: engine.Version{1, 3, 0}, Kind: "Dolt", EventTime: doltTime, Deferral: doltDeferral, Hybrid: doltHybrid,
 	Under: doltUnder, History: history, Source: doltSource, SourceOf: doltSourceOf, Labels: doltLabels,
 	NotBlocked:   engine.Rule{Name: "blocked", Reason: "it is blocked by an open dependency (is_blocked)", Pred: sq.Expr("i.is_blocked = 0")},
-	LeaseExpired: doltLeaseExpired,
-	SameActor:    sameActor,
+	LeaseExpired: doltLeaseExpired, DirectoryLabels: true,
+	SameActor: sameActor,
 	Ready: []engine.Rule{
 		{Name: "pinned", Reason: "it is pinned", Pred: sq.Expr("(i.pinned = 0 OR i.pinned IS NULL)")},
 		{Name: "ephemeral", Reason: "it is ephemeral (a wisp)", Pred: sq.Expr("(i.ephemeral = 0 OR i.ephemeral IS NULL)")},

@@ -58,6 +58,10 @@ type Flavor struct {
 	// JSONEnvelope: what its bd prints with --json it wraps in
 	// {"data": ..., "schema_version": 1} when BD_JSON_ENVELOPE=1.
 	JSONEnvelope bool
+	// DirectoryLabels is true where bd ready, run without a label flag,
+	// scopes its list to the label that config directory.labels gives
+	// the directory it runs in.
+	DirectoryLabels bool
 }
 
 // MetadataMatch is how a flavor reads bd's issues.metadata (a JSON object)

@@ -19,6 +19,8 @@ import (
 // are alike, and bd-claim's close leaves the dirty mark for bd's export;
 // blocked_issues_cache is the same after each close of a blocker of a
 // chain; a convoy whose tracked issues are all closed is closed alike.
+// Not on bd v0.27.2: bd-claim writes no close there, it refuses it (the
+// conformance suite's sqlite-v0.27.2 setup).
 func TestCloseTwinsSQLite(t *testing.T) {
 	for _, version := range []string{"v0.47.1", "v0.49.6"} {
 		t.Run(version, func(t *testing.T) {

@@ -51,10 +51,14 @@ func SeedDemo(ctx context.Context, conn *sql.DB, n int, seed uint64) (Demo, erro
 	var demo Demo
 	err := Tx(ctx, conn, engine.Retry{Attempts: 1}, func(tx *sql.Tx) error {
 		q := db.New()
-		for _, kv := range [][2]string{{"bd_version", beadssql.SchemaVersion}, {"issue_prefix", "demo"}} {
-			if err := q.SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: kv[0], Value: kv[1]}); err != nil {
-				return err
-			}
+		// What bd init writes: its version (metadata) and the issue prefix
+		// (config), without which bd v0.27 refuses the workspace.
+		err := q.SeedMetadataSet(ctx, tx, db.SeedMetadataSetParams{Key: "bd_version", Value: beadssql.SchemaVersion})
+		if err == nil {
+			err = q.SeedConfigSet(ctx, tx, db.SeedConfigSetParams{Key: "issue_prefix", Value: "demo"})
+		}
+		if err != nil {
+			return err
 		}
 		fl, err := detectFlavor(ctx, tx)
 		if err != nil {

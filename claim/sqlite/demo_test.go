@@ -185,6 +185,7 @@ func TestSeedDemoIsAllOrNothing(t *testing.T) {
 	t.Parallel()
 	for name, ddl := range map[string]string{
 		"metadata": "CREATE TRIGGER t BEFORE INSERT ON metadata BEGIN SELECT RAISE(ABORT, 'no metadata'); END",
+		"config":   "CREATE TRIGGER t BEFORE INSERT ON config BEGIN SELECT RAISE(ABORT, 'no config'); END",
 		"issues":   "CREATE TRIGGER t BEFORE INSERT ON issues BEGIN SELECT RAISE(ABORT, 'no issues'); END",
 		"blocked":  "CREATE TRIGGER t BEFORE INSERT ON blocked_issues_cache BEGIN SELECT RAISE(ABORT, 'no cache'); END",
 		"schema":   "ALTER TABLE events DROP COLUMN comment",
@@ -197,7 +198,7 @@ func TestSeedDemoIsAllOrNothing(t *testing.T) {
 			assert.NilError(t, err)
 			_, err = sqlite.SeedDemo(context.Background(), conn, 200, 1)
 			assert.Assert(t, err != nil)
-			assert.Equal(t, claimtest.Count(t, conn, "SELECT (SELECT count(*) FROM issues) + (SELECT count(*) FROM metadata)"), 0)
+			assert.Equal(t, claimtest.Count(t, conn, "SELECT (SELECT count(*) FROM issues) + (SELECT count(*) FROM metadata) + (SELECT count(*) FROM config)"), 0)
 		})
 	}
 }

@@ -157,6 +157,7 @@ func sqliteFlavor(v engine.Version, columns map[string]bool, idPatterns string) 
 			NotBlocked: engine.Rule{Name: "blocked", Reason: "it is blocked by an open dependency (blocked_issues_cache)",
 				Pred: sq.Expr("NOT EXISTS (SELECT 1 FROM blocked_issues_cache b WHERE b.issue_id = i.id)")},
 			LeaseExpired: leaseExpired, Hybrid: sqliteHybrid, Glob: sqliteGlob,
+			DirectoryLabels: v.AtLeast(0, 31, 0), // GH#541
 		},
 		columns: columns, hash: modernHash, payload: modernJSON, claimEvent: "status_changed", rowTime: rowTime,
 	}

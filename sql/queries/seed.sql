@@ -22,6 +22,11 @@ VALUES (@issue_id, @depends_on_id, @type, @created_at, @created_by);
 INSERT INTO metadata (key, value) VALUES (@key, @value)
 ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 
+-- name: SeedConfigSet :exec
+-- SeedConfigSet writes one key of bd's config table.
+INSERT INTO config (key, value) VALUES (@key, @value)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+
 -- name: SeedBlockedInsert :exec
 -- SeedBlockedInsert records an issue in blocked_issues_cache; the seeder
 -- computes the blocked set as bd would for the edges it made.
