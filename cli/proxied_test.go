@@ -12,6 +12,7 @@ import (
 	"gotest.tools/v3/icmd"
 
 	"github.com/bdclaim/bd-claim/claim/claimtest"
+	"github.com/bdclaim/bd-claim/claim/dolt"
 )
 
 // cellsOf reads every column of row id of table as text, by name.
@@ -278,7 +279,16 @@ func TestProxiedIdleProxy(t *testing.T) {
 	var first, second struct{ ID string }
 	w.JSON(&first, "create", "first", "-p", "1")
 	run(t, w.Dir, w.Env, "--agent", "a", "--quiet").Assert(t, icmd.Expected{ExitCode: 0, Out: `"id":"` + first.ID + `"`})
-	time.Sleep(6 * time.Second) // no client for twice the idle timeout
+	// The proxy stops once idle: it closes its ports, stops its dolt
+	// sql-server and only then lets go of proxy.lock. A claim meanwhile
+	// waits for it, as for any running proxy, so the refusal below is timed
+	// from the moment no process holds the lock.
+	idle := time.Now()
+	for dolt.ProxyRunning(w.Root) {
+		assert.Assert(t, time.Since(idle) < 2*time.Minute, "the idle proxy still runs after %v", time.Since(idle))
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("the idle proxy was gone %v after the first claim", time.Since(idle))
 	began := time.Now()
 	r := run(t, w.Dir, w.Env, "--agent", "a", "--quiet")
 	r.Assert(t, icmd.Expected{ExitCode: 4, Out: `"code":"DB_UNAVAILABLE"`})

@@ -174,7 +174,7 @@ func ProxyDialer(root string, wait time.Duration) func(ctx context.Context, netw
 		deadline := time.Now().Add(wait)
 		for {
 			conn, err := dialProxy(ctx, root)
-			if err == nil || !time.Now().Add(proxyPoll).Before(deadline) || !proxyRunning(root) {
+			if err == nil || !time.Now().Add(proxyPoll).Before(deadline) || !ProxyRunning(root) {
 				return conn, err
 			}
 			select {
@@ -197,13 +197,13 @@ func dialProxy(ctx context.Context, root string) (net.Conn, error) {
 	return d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 }
 
-// proxyRunning says whether a process holds <root>/proxy.lock: bd's proxy
+// ProxyRunning says whether a process holds <root>/proxy.lock: bd's proxy
 // (`bd db-proxy-child`) holds it exclusively while it runs, and so does a
 // bd command that starts one, until the proxy takes over
 // (dbproxy/proxy/server.go, endpoint.go). A lock that cannot be looked at
 // (no such file: no proxy ever started there) is held by nobody. The look
 // is a shared lock taken without waiting and let go at once.
-func proxyRunning(root string) bool {
+func ProxyRunning(root string) bool {
 	l := flock.New(filepath.Join(root, "proxy.lock"), flock.SetFlag(os.O_RDONLY))
 	defer l.Close()
 	free, err := l.TryRLock()
