@@ -22,7 +22,7 @@ var mdRef = regexp.MustCompile(`^\s{0,3}\[[^\]]+\]:\s+<?([^>\s]+)>?`)
 
 // checkedPages must be among the pages TestDocsLinks reads.
 var checkedPages = []string{"README.md", "BENCHMARKS.md", "docs/architecture.md", "docs/development.md",
-	"docs/dolt.md", "docs/filters.md", "docs/gascity.md", "docs/lifecycle.md", "docs/mcp.md", "testdata/fixtures/README.md"}
+	"docs/bdjson.md", "docs/dolt.md", "docs/filters.md", "docs/gascity.md", "docs/lifecycle.md", "docs/mcp.md", "testdata/fixtures/README.md"}
 
 // Every relative link in the repository's Markdown files leads somewhere:
 // the file or directory exists, and an #anchor names a heading of the

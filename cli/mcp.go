@@ -497,7 +497,7 @@ func stopReason(ctx context.Context, err error) string {
 }
 
 // instructions is what the server tells the client at initialize: how an
-// agent takes, keeps and ends work with these tools (the README's AGENTS.md
+// agent takes, keeps and ends work with these tools (docs/mcp.md's AGENTS.md
 // snippet), or why the server cannot serve.
 func (m *mcpServer) instructions() string {
 	if m.failed != nil {
