@@ -75,36 +75,33 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 	}
 	err := s.write(ctx, "claim an issue", ahead, func(tx engine.Tx) error {
 		c, err := s.choose(tx, &req, ahead.IDs)
-		if err != nil || c.r == nil {
-			res = c.result()
+		res = c.result()
+		switch {
+		case err != nil || c.r == nil:
 			return err
-		}
-		if c.resumed {
-			res = c.result()
+		case c.resumed: // the held claim, its lease renewed as a heartbeat renews it
 			if renews(*c.held, req.Lease) {
-				if res.Lease, err = tx.Renew(c.r.ID, c.held.Holder, *c.held, req.Lease); err != nil {
-					return err
+				res.Lease, err = tx.Renew(c.r.ID, c.held.Holder, *c.held, req.Lease)
+			}
+		default:
+			if c.takeover != "" { // an expired claim ends first
+				err = tx.EndClaim(c.r, req.Agent, c.r.Claim.Holder, c.takeover)
+			}
+			agent := req.Agent
+			if c.held != nil { // a re-claim: the claim stays under the name the issue is held by
+				agent = c.held.Holder
+			}
+			if err == nil {
+				var taken engine.Taken
+				taken, err = tx.Take(engine.Claim{Row: c.r, Agent: agent, ByID: req.ID != "", Lease: req.Lease, Held: c.held})
+				res.ClaimID = taken.ClaimID
+				if taken.Lease != nil { // else a re-claim keeps its lease (result)
+					res.Lease = taken.Lease
 				}
 			}
-			return printed(tx, req, &res)
 		}
-		if c.takeover != "" { // an expired claim ends first
-			if err := tx.EndClaim(c.r, req.Agent, c.r.Claim.Holder, c.takeover); err != nil {
-				return err
-			}
-		}
-		agent := req.Agent
-		if c.held != nil { // a re-claim: the claim stays under the name the issue is held by
-			agent = c.held.Holder
-		}
-		taken, err := tx.Take(engine.Claim{Row: c.r, Agent: agent, ByID: req.ID != "", Lease: req.Lease, Held: c.held})
 		if err != nil {
 			return err
-		}
-		res = c.result()
-		res.ClaimID = taken.ClaimID
-		if taken.Lease != nil { // else a re-claim keeps its lease (result)
-			res.Lease = taken.Lease
 		}
 		return printed(tx, req, &res)
 	})
