@@ -369,17 +369,20 @@ func TestDoltCommit(t *testing.T) {
 // reached the server, nothing is written and the claim fails as
 // DB_UNAVAILABLE; after the server ran it (its answer lost), bd-claim asks
 // again on a new connection, finds its row_lock and reports the claim,
-// Dolt-committed. A connection lost before the Dolt commit leaves the
-// claim in the working set, reported, for the next write to record.
+// Dolt-committed; a wisp's claim as well. A connection lost before the
+// Dolt commit leaves the claim in the working set, reported, for the next
+// write to record; so does a lost COMMIT that landed when no writer's
+// connection can be had again for its Dolt commit.
 func TestDoltConnectionLost(t *testing.T) {
 	srv := claimtest.NeedDolt(t)
 	w := srv.Workspace(t, "lost")
 	conn := w.DB(t)
 	ctx := context.Background()
 	target := "127.0.0.1:" + strconv.Itoa(srv.Port)
-	for _, l := range []string{"a", "b", "c"} {
+	for _, l := range []string{"a", "b", "c", "d"} {
 		insertLabelled(t, conn, w.Prefix+"-"+l, l)
 	}
+	insertWisp(t, conn, w.Prefix+"-w", "w")
 
 	p := claimtest.NewProxy(t, target, "\x03COMMIT", false)
 	s := openDoltAt(t, w, p.Port, claim.Options{})
@@ -398,6 +401,13 @@ func TestDoltConnectionLost(t *testing.T) {
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM issues WHERE id = ? AND assignee = 'a' AND row_lock = ?", w.Prefix+"-a", res.ClaimID), 1)
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 0, "Dolt-committed")
 
+	p = claimtest.NewProxy(t, target, "\x03COMMIT", true)
+	s = openDoltAt(t, w, p.Port, claim.Options{})
+	res, err = s.Claim(ctx, claim.Request{Agent: "w", ID: w.Prefix + "-w"})
+	assert.NilError(t, err)
+	assert.Assert(t, p.Cut.Load())
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM wisps WHERE id = ? AND assignee = 'w' AND row_lock = ?", w.Prefix+"-w", res.ClaimID), 1)
+
 	p = claimtest.NewProxy(t, target, "DOLT_ADD", false)
 	s = openDoltAt(t, w, p.Port, claim.Options{})
 	_, err = s.Claim(ctx, claim.Request{Agent: "b", ID: w.Prefix + "-b"})
@@ -409,6 +419,30 @@ func TestDoltConnectionLost(t *testing.T) {
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM dolt_status WHERE table_name = 'issues'"), 0)
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM issues AS OF 'HEAD' WHERE id = ? AND assignee = 'b'", w.Prefix+"-b"), 1)
 
+	p = claimtest.NewProxy(t, target, "\x03COMMIT", true)
+	s = openDoltAt(t, w, p.Port, claim.Options{})
+	asks := &atomic.Int64{}
+	asks.Store(1)
+	engineOf(s).faults = func(h db.DBTX) db.DBTX { return lockRefused{h, asks} }
+	_, err = s.Claim(ctx, claim.Request{Agent: "d", ID: w.Prefix + "-d"})
+	assert.Assert(t, p.Cut.Load())
+	assert.ErrorContains(t, err, "committed in SQL")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM issues WHERE id = ? AND assignee = 'd'", w.Prefix+"-d"), 1, "the lost COMMIT landed")
+	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM issues AS OF 'HEAD' WHERE id = ? AND assignee = 'd'", w.Prefix+"-d"), 0)
+}
+
+// lockRefused lets a writer take the writers' lock as many times as asks
+// holds, then makes the server refuse the statement.
+type lockRefused struct {
+	db.DBTX
+	asks *atomic.Int64
+}
+
+func (l lockRefused) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if strings.Contains(query, "GET_LOCK(") && l.asks.Add(-1) < 0 {
+		query = strings.Replace(query, "GET_LOCK(", "NO_SUCH_GET_LOCK(", 1)
+	}
+	return l.DBTX.QueryRowContext(ctx, query, args...)
 }
 
 // rewriting runs every statement, but a statement containing from is run

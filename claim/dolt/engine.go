@@ -420,7 +420,7 @@ func (t *tx) Take(c engine.Claim) (engine.Taken, error) {
 	if err := table.InsertEvent(t.ctx, t.conn, claimed); err != nil {
 		return engine.Taken{}, err
 	}
-	t.landed = &landed{id: r.ID, rowLock: lock}
+	t.landed = &landed{id: r.ID, rowLock: lock, table: table}
 	r.Status, r.Assignee, r.UpdatedAt = "in_progress", c.Agent, doltAt(t.now)
 	t.commit = "bd: claim ready " + r.ID // bd's message for the same move
 	if c.ByID {
@@ -458,7 +458,11 @@ func (e *Engine) Update(ctx context.Context, _ engine.Ahead, fn func(engine.Tx) 
 		return err
 	}
 	ctx = context.WithoutCancel(ctx) // the wait for the turn is over: the write runs to its end
-	defer func() { w.done() }()
+	defer func() {
+		if w != nil {
+			w.done()
+		}
+	}()
 	var t *tx
 	try := 0
 	err = engine.WithTx(ctx, w, e.retry, retryable, func(sqlTx *sql.Tx) error {
@@ -477,9 +481,17 @@ func (e *Engine) Update(ctx context.Context, _ engine.Ahead, fn func(engine.Tx) 
 	if err != nil && t != nil && t.landed != nil && lostCommit(err) {
 		if err = e.found(ctx, t, err); err == nil {
 			// It landed, but its connection is gone (and with it the
-			// lock): the Dolt commit needs a writer's connection again.
+			// lock). Where the Dolt commit was in the transaction, it
+			// landed with it; else it needs a writer's connection again.
+			inTx := w.inTx
 			w.done()
-			w, err = e.link.writer(ctx, e.wrap)
+			w = nil
+			if inTx {
+				return nil
+			}
+			if w, err = e.link.writer(ctx, e.wrap); err != nil {
+				return uncommitted(engine.Classify(err, "make the Dolt commit", e.Code))
+			}
 		}
 	}
 	if err != nil {
@@ -489,14 +501,19 @@ func (e *Engine) Update(ctx context.Context, _ engine.Ahead, fn func(engine.Tx) 
 		return nil
 	}
 	if err := t.doltCommit(ctx, w.h, false); err != nil {
-		err = engine.Classify(err, "make the Dolt commit", e.Code)
-		var ce *engine.Error
-		if errors.As(err, &ce) {
-			ce.Message += "; the change is committed in SQL and the next bd or bd-claim write records it in a Dolt commit"
-		}
-		return err
+		return uncommitted(engine.Classify(err, "make the Dolt commit", e.Code))
 	}
 	return nil
+}
+
+// uncommitted says of err, the failure of the Dolt commit that follows a
+// write committed in SQL, that the write stands and which write records it.
+func uncommitted(err error) error {
+	var ce *engine.Error
+	if errors.As(err, &ce) {
+		ce.Message += "; the change is committed in SQL and the next bd or bd-claim write records it in a Dolt commit"
+	}
+	return err
 }
 
 // doltCommit makes the Dolt commit bd makes for the write on h (inside
@@ -902,7 +919,7 @@ func (t *tx) Unclaim(r *engine.Row, agent string, failed bool, reason string) er
 		err = t.event(snap.table, r.ID, "unclaimed", agent, text(snap.eventJSON(true)), text(newValue), comment)
 	}
 	t.commit, t.swept = t.e.style.unclaim(r.ID, agent), true
-	t.landed = &landed{id: r.ID, rowLock: lock}
+	t.landed = &landed{id: r.ID, rowLock: lock, table: snap.table}
 	r.Status, r.Assignee, r.UpdatedAt = "open", "", doltAt(t.now)
 	return err
 }
@@ -1080,10 +1097,12 @@ func (t *tx) Renew(id, agent string, c engine.State, d time.Duration) (*engine.L
 // DATETIME(0) column rounds half up), RFC 3339 in UTC.
 func doltAt(t time.Time) string { return t.UTC().Round(time.Second).Format(time.RFC3339) }
 
-// landed identifies a write by the random row_lock it gave an issue.
+// landed identifies a write by the random row_lock it gave an issue, a
+// row of table.
 type landed struct {
 	id      string
 	rowLock int64
+	table   Table
 }
 
 // lostCommit is a COMMIT whose connection broke: the transaction may or
@@ -1106,7 +1125,7 @@ func (e *Engine) found(ctx context.Context, t *tx, err error) error {
 		}
 		conn, end, rerr := e.link.open(ctx)
 		if rerr == nil {
-			lock, rerr := e.dq.IssueRowLock(ctx, conn, t.landed.id)
+			lock, rerr := t.landed.table.RowLock(ctx, conn, t.landed.id)
 			end()
 			if rerr == nil && lock == t.landed.rowLock {
 				return nil

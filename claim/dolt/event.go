@@ -336,6 +336,14 @@ func Snapshot(ctx context.Context, h doltdb.DBTX, id string) (doltdb.IssueSnapsh
 	return doltdb.IssueSnapshotRow(w), Table{Wisp: true}, err
 }
 
+// RowLock reads the row_lock of row id of the table (IssueRowLock).
+func (tb Table) RowLock(ctx context.Context, h doltdb.DBTX, id string) (int64, error) {
+	if tb.Wisp {
+		return doltdb.New().WispRowLock(ctx, h, id)
+	}
+	return doltdb.New().IssueRowLock(ctx, h, id)
+}
+
 // Leased says whether bd keeps a lease for the table's rows.
 func (tb Table) Leased() bool { return !tb.Wisp }
 

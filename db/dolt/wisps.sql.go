@@ -302,6 +302,18 @@ func (q *Queries) WispEventInsert(ctx context.Context, db DBTX, arg WispEventIns
 	return err
 }
 
+const wispRowLock = `-- name: WispRowLock :one
+SELECT row_lock FROM wisps WHERE id = ?
+`
+
+// WispRowLock is IssueRowLock for a wisp.
+func (q *Queries) WispRowLock(ctx context.Context, db DBTX, id string) (int64, error) {
+	row := db.QueryRowContext(ctx, wispRowLock, id)
+	var row_lock int64
+	err := row.Scan(&row_lock)
+	return row_lock, err
+}
+
 const wispSnapshot = `-- name: WispSnapshot :one
 SELECT wisps.id, wisps.title, wisps.description, wisps.design, wisps.acceptance_criteria, wisps.notes,
        wisps.status, wisps.priority, wisps.issue_type, wisps.assignee, wisps.estimated_minutes,

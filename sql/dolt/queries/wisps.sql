@@ -6,6 +6,10 @@ SELECT w.id, w.status, COALESCE(w.assignee, '') AS assignee, w.row_lock
 FROM wisps w
 WHERE w.id = sqlc.arg(id);
 
+-- name: WispRowLock :one
+-- WispRowLock is IssueRowLock for a wisp.
+SELECT row_lock FROM wisps WHERE id = sqlc.arg(id);
+
 -- name: WispSnapshot :one
 -- WispSnapshot is IssueSnapshot for a wisp: bd's GetIssueInTx reads the
 -- wisps table (with the leases overlay, which a wisp never has) and
