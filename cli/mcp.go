@@ -666,9 +666,10 @@ func (h interruptedAtInfo) Handle(ctx context.Context, r slog.Record) error {
 	return h.Handler.Handle(ctx, r)
 }
 
-// claimed starts renewing a claim made with a lease.
+// claimed starts renewing a claim made with a lease (not one a dry run
+// found).
 func (m *mcpServer) claimed(env called) {
-	if env.LeaseExpiresAt != nil {
+	if env.LeaseExpiresAt != nil && !env.DryRun {
 		m.renew(env.Issue.ID, env.ClaimID, *env.LeaseExpiresAt)
 	}
 }

@@ -393,6 +393,23 @@ func TestMCPRenewal(t *testing.T) {
 	assert.Equal(t, took.TookOver.ClaimID, got.ClaimID)
 }
 
+// A dry run renews nothing: a dry run of resume returns the issue the
+// agent holds, with its lease, and the server does not start renewing it
+// (docs/lifecycle.md: a dry run renews nothing).
+func TestMCPDryRunRenewsNothing(t *testing.T) {
+	t.Parallel()
+	root := claimtest.Fixture(t, "0.49.6")
+	a01 := claimtest.Cases(t, "0.49.6")["A01"].ID
+	lcOK(t, root, nil, "--agent", "holder", "--id", a01, "--lease", "1s")
+	s := serve(t, root, "holder", "--log-level", "debug")
+	got := s.callOK(t, "claim", map[string]any{"dry_run": true, "resume": true})
+	assert.Equal(t, got.Issue.ID, a01)
+	assert.Assert(t, got.Resumed && got.LeaseExpiresAt != nil, "%+v", got)
+	time.Sleep(2 * time.Second) // a renewal of a 1s lease beats every 333ms
+	assert.NilError(t, s.Close())
+	assert.Assert(t, !strings.Contains(s.stderr.String(), `"msg":"issue_renewal`), s.stderr.String())
+}
+
 // A renewal stops when its claim ends elsewhere (released by a CLI process
 // here): the refused heartbeat is logged once and not tried again; a
 // renewal stopped by a release through the server never beats again; a
