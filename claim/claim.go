@@ -175,7 +175,7 @@ func (s *Store) choose(tx engine.Tx, req *Request, head []string) (choice, error
 			return rechoose(tx, *req, c)
 		}
 		if req.ClaimID != 0 {
-			return choice{}, notHeld(req.Agent, req.ClaimID, c)
+			return choice{}, s.notHeld(req.Agent, req.ClaimID, c)
 		}
 		if el, err = tx.Eligible(); err != nil {
 			return choice{}, err
@@ -221,7 +221,9 @@ func (s *Store) choose(tx engine.Tx, req *Request, head []string) (choice, error
 }
 
 // sameActor says whether an issue assigned to holder is assigned to
-// agent, as the workspace's bd compares them when it claims by id.
+// agent, as the workspace's bd compares them when it claims by id or
+// renews a lease: every move of a holder (re-claim, resume, heartbeat,
+// release, close) takes the issue as the agent's under either spelling.
 func (s *Store) sameActor(holder, agent string) bool {
 	return holder == agent || (holder != "" && s.flavor.SameActor != nil && s.flavor.SameActor(holder, agent))
 }
@@ -236,10 +238,10 @@ func (s *Store) resumable(tx engine.Tx, req Request) (choice, error) {
 	if err != nil {
 		return choice{}, err
 	}
-	spec := heldSpec(s.flavor, req.Agent, req.Filters)
+	spec := heldSpec(s.flavor, req.Filters)
 	var first *engine.State
 	for _, c := range held {
-		if c.Holder != req.Agent || (first != nil && !s.claimedBefore(c, *first)) {
+		if !s.sameActor(c.Holder, req.Agent) || (first != nil && !s.claimedBefore(c, *first)) {
 			continue
 		}
 		verdicts, err := tx.Verdicts(spec, c.IssueID)
@@ -315,8 +317,8 @@ func stale(id, agent string, claimID, current int64) error {
 // notHeld refuses an operation of agent (under claimID, when not 0) on an
 // issue, in state c, that it does not hold: ALREADY_CLAIMED naming another
 // holder (and its claim), else NOT_CLAIMABLE.
-func notHeld(agent string, claimID int64, c engine.State) error {
-	if heldByOther(agent, c) {
+func (s *Store) notHeld(agent string, claimID int64, c engine.State) error {
+	if s.heldByOther(agent, c) {
 		e := Errorf(EAlready, "issue %s is %s, held by %s", c.IssueID, c.Status, c.Holder)
 		e.Holder = c.Holder
 		if c.Status == "in_progress" {
@@ -333,18 +335,18 @@ func notHeld(agent string, claimID int64, c engine.State) error {
 	return Errorf(ENotClaimable, "issue %s is %s, not held by %s", c.IssueID, c.Status, agent)
 }
 
-// heldByOther is true when someone other than agent holds the issue, or
-// has it assigned while it is open.
-func heldByOther(agent string, c engine.State) bool {
-	return c.Holder != "" && c.Holder != agent && (c.Status == "in_progress" || c.Status == "open")
+// heldByOther is true when someone other than agent (sameActor) holds the
+// issue, or has it assigned while it is open.
+func (s *Store) heldByOther(agent string, c engine.State) bool {
+	return c.Holder != "" && !s.sameActor(c.Holder, agent) && (c.Status == "in_progress" || c.Status == "open")
 }
 
 // refuse says why issue req.ID, in state c, cannot be claimed: each rule
 // of spec it fails, evaluated by the database. An issue assigned to one of
 // the eligible pools (el) is not held by anyone.
 func (s *Store) refuse(tx engine.Tx, spec engine.Spec, req Request, c engine.State, el engine.Eligible) error {
-	if heldByOther(req.Agent, c) && !slices.Contains(el.Pools, c.Holder) {
-		return notHeld(req.Agent, 0, c)
+	if s.heldByOther(req.Agent, c) && !slices.Contains(el.Pools, c.Holder) {
+		return s.notHeld(req.Agent, 0, c)
 	}
 	verdicts, err := tx.Verdicts(spec, req.ID)
 	if err != nil {

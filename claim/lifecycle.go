@@ -25,16 +25,17 @@ func (s *Store) holds(tx engine.Tx, id *string, agent string, claimID int64) (en
 	if err != nil {
 		return c, err
 	}
-	return c, heldBy(c, agent, claimID)
+	return c, s.heldBy(c, agent, claimID)
 }
 
 // heldBy is the fence of every move of a claim's holder: nil when agent
-// holds the issue of claim state c (under claimID, when not 0), else the
-// refusal (NOT_CLAIMABLE, or ALREADY_CLAIMED naming the holder).
-func heldBy(c engine.State, agent string, claimID int64) error {
+// (sameActor) holds the issue of claim state c (under claimID, when not
+// 0), else the refusal (NOT_CLAIMABLE, or ALREADY_CLAIMED naming the
+// holder).
+func (s *Store) heldBy(c engine.State, agent string, claimID int64) error {
 	switch {
-	case c.Status != "in_progress" || c.Holder != agent:
-		return notHeld(agent, claimID, c)
+	case c.Status != "in_progress" || !s.sameActor(c.Holder, agent):
+		return s.notHeld(agent, claimID, c)
 	case claimID != 0 && !c.Is(claimID):
 		return stale(c.IssueID, agent, claimID, c.ID)
 	}
@@ -158,9 +159,9 @@ func (s *Store) CloseIssue(ctx context.Context, req CloseRequest) (Closed, error
 		if err != nil {
 			return err
 		}
-		already := c.Status == "closed" && c.Holder == req.Agent
+		already := c.Status == "closed" && s.sameActor(c.Holder, req.Agent)
 		if !already {
-			if err := heldBy(c, req.Agent, req.ClaimID); err != nil {
+			if err := s.heldBy(c, req.Agent, req.ClaimID); err != nil {
 				return err
 			}
 			if err := tx.Closable(req.ID); err != nil {

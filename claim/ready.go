@@ -142,13 +142,14 @@ func filterRules(fl engine.Flavor, f Filters) []engine.Rule {
 	return rules
 }
 
-// heldSpec is the specification of the issues that a --resume of agent
-// with the filters f returns: in_progress and held by agent, and passing
-// every rule of f. bd ready's rules and the failure policy do not apply:
-// the issue is the agent's already.
-func heldSpec(fl engine.Flavor, agent string, f Filters) engine.Spec {
+// heldSpec is the specification that a held issue of an agent passes for
+// a --resume with the filters f to return it: in_progress, and passing
+// every rule of f. Whose it is, resumable decides (sameActor: the engine's
+// SQL cannot compare spellings as bd does). bd ready's rules and the
+// failure policy do not apply: the issue is the agent's already.
+func heldSpec(fl engine.Flavor, f Filters) engine.Spec {
 	spec := specOf(fl, f)
-	spec.Rules = append([]engine.Rule{{Name: "held", Reason: "it is not in_progress under " + agent, Pred: sq.Expr("(i.status = 'in_progress' AND i.assignee = ?)", agent)}},
+	spec.Rules = append([]engine.Rule{{Name: "held", Reason: "it is not in_progress", Pred: sq.Expr("i.status = 'in_progress'")}},
 		filterRules(fl, f)...)
 	return spec
 }

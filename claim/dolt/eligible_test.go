@@ -144,6 +144,24 @@ func eligibilityTwins(t *testing.T, e eligibility) {
 	f = e.claimed("gastown/mayor", a, b)
 	assert.Assert(t, len(f.Changed())+len(f.Events)+len(f.Commits) == 0, "a re-claim writes nothing: %+v", f)
 	e.refused("gastown__mayor", a, b, claim.EAlready, "held by gastown--mayor")
+
+	// Every other move of the holder takes the issue as the agent's under
+	// either spelling too, as bd's heartbeat does (actorMatches): bd's
+	// heartbeat of a, and bd-claim's resume, heartbeat, close and release.
+	e.as("gastown/mayor").OK("heartbeat", a)
+	ctx := context.Background()
+	res, err := e.s.Claim(ctx, claim.Request{Agent: "gastown/mayor", Resume: true, DryRun: true})
+	assert.NilError(t, err)
+	assert.Assert(t, res.Resumed && (res.Issue.ID == a || res.Issue.ID == b), "%+v", res)
+	_, err = e.s.Heartbeat(ctx, claim.HeartbeatRequest{Agent: "gastown/mayor", ID: b})
+	assert.NilError(t, err)
+	_, err = e.s.CloseIssue(ctx, claim.CloseRequest{Agent: "gastown/mayor", ID: b, Reason: "done"})
+	assert.NilError(t, err)
+	closed, err := e.s.CloseIssue(ctx, claim.CloseRequest{Agent: "gastown/mayor", ID: b, Reason: "done"})
+	assert.NilError(t, err)
+	assert.Assert(t, closed.Already)
+	_, err = e.s.Release(ctx, claim.ReleaseRequest{Agent: "gastown/mayor", ID: a})
+	assert.NilError(t, err)
 }
 
 // bd v1.3.0 reads its custom statuses from the custom_statuses table when
