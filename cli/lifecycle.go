@@ -200,13 +200,13 @@ var reapCommand = &command{
 	event: "reap",
 	usage: "bd-claim reap [--older-than D] [--dry-run] [--agent NAME]",
 	about: "Return stale claims to open, unassigned, in one transaction: every claim whose holder asked\n" +
-		"for a lease (--lease) that has expired. With --older-than D, also every claim whose lease\n" +
-		"(bd's own lease on Dolt included) ended at least D ago, and every claim without a lease made\n" +
-		"at least D ago, as bd reclaim --older-than D does: run it from a supervisor to recover the\n" +
-		"issues of agents that died. --agent (default $BEADS_ACTOR, else $BD_ACTOR, else bd-claim) is recorded as the actor.",
+		"for a lease (--lease) that has expired. With --older-than D, a grace window instead: every\n" +
+		"claim whose lease (asked for, or bd's own on Dolt) ended at least D ago, and every claim\n" +
+		"without a lease made at least D ago, as bd reclaim --older-than D does: run it from a\n" +
+		"supervisor to recover the issues of agents that died. --agent (default $BEADS_ACTOR, else $BD_ACTOR, else bd-claim) is recorded as the actor.",
 	actorDefault: true,
 	flags: func(fs *pflag.FlagSet, o *options) {
-		fs.StringVar(&o.olderThan, "older-than", "", "also reap claims no other claim takes over, past this grace window (e.g. 10m; 0s: at once): leases that ended at least this long ago, claims without a lease made at least this long ago")
+		fs.StringVar(&o.olderThan, "older-than", "", "reap past this grace window instead (e.g. 10m; 0s: at once): leases that ended at least this long ago, claims without a lease made at least this long ago")
 		fs.BoolVar(&o.req.DryRun, "dry-run", false, "list the claims it would reap; change nothing")
 	},
 	check: func(o *options) error {

@@ -111,7 +111,7 @@ type (
 		ID string `json:"id" flag:"id"`
 	}
 	reapArgs struct {
-		OlderThan string `json:"older_than,omitempty" flag:"older-than" jsonschema:"also reap claims no other claim takes over, past this grace window as a Go duration (10m; 0s: at once): leases that ended at least this long ago (bd's own included), claims without a lease made at least this long ago"`
+		OlderThan string `json:"older_than,omitempty" flag:"older-than" jsonschema:"reap past this grace window instead, as a Go duration (10m; 0s: at once): leases that ended at least this long ago (bd's own included), claims without a lease made at least this long ago"`
 		DryRun    bool   `json:"dry_run,omitempty" flag:"dry-run"`
 	}
 	statsArgs struct{}
@@ -227,7 +227,7 @@ var (
 			description: "Clear an issue's failed attempts and remove its abandoned label, so that claim hands it out again."},
 		{name: "reap", title: "Reap expired claims", command: reapCommand, args: reflect.TypeFor[reapArgs](), result: reflect.TypeFor[reapResult](), destructive: true, idempotent: true,
 			description: "Return stale claims to open (any agent's): those whose holder asked for a lease that has expired; with older_than, " +
-				"also every claim whose lease ended (or, without a lease, that was made) at least that long ago, as bd reclaim does. " +
+				"a grace window instead: every claim whose lease ended (or, without a lease, that was made) at least that long ago, as bd reclaim does. " +
 				"dry_run lists them without changing anything."},
 		{name: "stats", title: "Workspace claim statistics", command: statsCommand, args: reflect.TypeFor[statsArgs](), result: reflect.TypeFor[statsResult](), readOnly: true, idempotent: true,
 			description: "Show the workspace's claim state: ready issues by priority, blocked, who holds what and since when, " +

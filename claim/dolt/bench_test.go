@@ -15,7 +15,7 @@ import (
 // workspace (1,000 issues, all held: nothing to claim), against a trivial
 // round trip and the full look the signal spares. Needs `make dolt`:
 //
-//	go test -run '^$' -bench DoltWaitSignal -benchtime 2000x ./claim
+//	go test -run '^$' -bench DoltWaitSignal -benchtime 2000x ./claim/dolt
 func BenchmarkDoltWaitSignal(b *testing.B) {
 	ctx := context.Background()
 	w := claimtest.NeedDolt(b).Workspace(b, "bsig")
