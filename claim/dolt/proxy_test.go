@@ -54,10 +54,13 @@ func (f *fakeProxy) port() int { return f.ln.Addr().(*net.TCPAddr).Port }
 
 func (f *fakeProxy) serve(c net.Conn) {
 	defer c.Close()
+	// The request is read first, muted or not: a socket closed with the
+	// request unread sends a reset, not an end of stream, so the client's
+	// refusal would read EOF or "connection reset" by how the two raced.
+	line, _ := bufio.NewReader(c).ReadString('\n')
 	if f.mute.Add(-1) >= 0 {
 		return
 	}
-	line, _ := bufio.NewReader(c).ReadString('\n')
 	parts := strings.Fields(line)
 	if len(parts) != 3 || parts[0] != "IDENT" || parts[1] != f.secret {
 		return
