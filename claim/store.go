@@ -26,7 +26,10 @@ type Options struct {
 	// means the engine's default (SQLite: 5s per try; Dolt: as long as the
 	// writers ahead make progress), a negative value not at all.
 	BusyTimeout time.Duration
-	// Retry bounds the tries after busy timeouts (default 3 tries, 25ms).
+	// Retry bounds the tries after busy timeouts (default 3 tries, 25ms)
+	// where the engine retries them (SQLite); a Dolt engine waits for its
+	// turn instead (BusyTimeout) and retries a transaction that lost a
+	// conflict up to 50 times on its own.
 	Retry Retry
 	// Now is the clock (default time.Now), read at the start of every
 	// transaction.
