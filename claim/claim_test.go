@@ -159,6 +159,11 @@ func TestClaimByIDReasons(t *testing.T) {
 
 	_, err = s.Claim(ctx, claim.Request{Agent: "why", ID: "fx-nope"})
 	assert.Equal(t, claim.ErrorCode(err), claim.ENotFound)
+	// An id with a character bd's ids never have is not read as the start
+	// of one: not found, whatever ids contain its parts.
+	_, err = s.Claim(ctx, claim.Request{Agent: "why", ID: c["A01"].ID + "_"})
+	assert.Equal(t, claim.ErrorCode(err), claim.ENotFound)
+	assert.ErrorContains(t, err, "no issue "+c["A01"].ID+"_")
 
 	_, err = s.Claim(ctx, claim.Request{Agent: "why", ID: c["A01"].ID, Filters: claim.Filters{IncludeLabels: []string{"frontend"}}})
 	assert.ErrorContains(t, err, `it lacks the label "frontend"`)

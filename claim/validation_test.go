@@ -225,6 +225,11 @@ func TestStoreBadRequestMessages(t *testing.T) {
 			return err
 		}, "control character U+000A"},
 		{"reset without id", func() error { _, err := s.Reset(ctx, claim.ResetRequest{Actor: "x", ID: ""}); return err }, "no issue id"},
+		{"reap with a negative grace window", func() error {
+			negative := -time.Minute
+			_, err := s.Reap(ctx, claim.ReapRequest{Actor: "x", OlderThan: &negative})
+			return err
+		}, "--older-than: -1m0s is negative"},
 	} {
 		err := tc.call()
 		assert.Equal(t, claim.ErrorCode(err), claim.EInvalid, "%s: %v", tc.name, err)

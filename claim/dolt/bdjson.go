@@ -1,8 +1,8 @@
 package dolt
 
 import (
+	"bytes"
 	"cmp"
-	"database/sql"
 	"encoding/json"
 	"slices"
 	"time"
@@ -75,24 +75,36 @@ func (t *tx) BdJSON(id string, byID bool) ([]byte, error) {
 // hydrateReadyRow) keeps the server's order of the records, drops an
 // empty or {} metadata, and counts in the issues' tables only.
 func (t *tx) readyIssue(iss *Issue, table Table) (ReadyIssue, error) {
-	var deps []*Dependency
-	var err error
+	records := t.e.dq.DependencyRecords
 	if table.Wisp {
-		var rows []doltdb.WispDependencyRecordsRow
-		rows, err = t.e.dq.WispDependencyRecords(t.ctx, t.conn, iss.ID)
-		for _, r := range rows {
-			deps = append(deps, dependencyOf(r.IssueID, r.DependsOnID, r.Type, r.CreatedAt, r.CreatedBy, r.Metadata, r.ThreadID))
-		}
-	} else {
-		var rows []doltdb.DependencyRecordsRow
-		rows, err = t.e.dq.DependencyRecords(t.ctx, t.conn, iss.ID)
-		for _, r := range rows {
-			deps = append(deps, dependencyOf(r.IssueID, r.DependsOnID, r.Type, sql.NullTime{Time: r.CreatedAt, Valid: true},
-				sql.NullString{String: r.CreatedBy, Valid: true}, r.Metadata, r.ThreadID))
-		}
+		records = t.e.dq.WispDependencyRecords
+	}
+	raw, err := records(t.ctx, t.conn, iss.ID)
+	// A NULL time is the zero time, a NULL text empty, as bd scans them;
+	// metadata is the JSON column's text as the link hands it to bd
+	// (doltStyle.spacedJSON): the records come spaced, as computed JSON.
+	var recs []struct {
+		Dependency
+		Metadata json.RawMessage `json:"metadata"`
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(raw), &recs)
 	}
 	if err != nil {
 		return ReadyIssue{}, err
+	}
+	deps := make([]*Dependency, len(recs))
+	for i, r := range recs {
+		deps[i] = &r.Dependency
+		switch {
+		case string(r.Metadata) == "null":
+		case t.e.style.spacedJSON:
+			deps[i].Metadata = string(r.Metadata)
+		default:
+			var b bytes.Buffer
+			_ = json.Compact(&b, r.Metadata) // valid: it was decoded
+			deps[i].Metadata = b.String()
+		}
 	}
 	n, err := t.e.dq.IssueCounts(t.ctx, t.conn, doltdb.IssueCountsParams{ID: iss.ID})
 	if err != nil {
@@ -118,11 +130,4 @@ func (t *tx) readyIssue(iss *Issue, table Table) (ReadyIssue, error) {
 		r.Parent = &deps[i].DependsOnID
 	}
 	return r, nil
-}
-
-// dependencyOf is a dependency record as bd scans it: a NULL time is the
-// zero time, a NULL text empty.
-func dependencyOf(issueID string, target sql.NullString, typ string, createdAt sql.NullTime, createdBy, metadata, threadID sql.NullString) *Dependency {
-	return &Dependency{IssueID: issueID, DependsOnID: target.String, Type: typ, CreatedAt: createdAt.Time.UTC(),
-		CreatedBy: createdBy.String, Metadata: metadata.String, ThreadID: threadID.String}
 }

@@ -218,6 +218,12 @@ func TestDoltStatsListsHeldWisps(t *testing.T) {
 	reaped, err := s.Reap(ctx, claim.ReapRequest{Actor: "reaper", DryRun: true})
 	assert.NilError(t, err)
 	assert.Equal(t, len(reaped), 0)
+	// Nor does a grace window reap a wisp, however long ago it was claimed
+	// (bd reclaims only leases): the issue's lease has not ended yet.
+	zero := time.Duration(0)
+	reaped, err = s.Reap(ctx, claim.ReapRequest{Actor: "reaper", DryRun: true, OlderThan: &zero})
+	assert.NilError(t, err)
+	assert.Equal(t, len(reaped), 0, "%+v", reaped)
 }
 
 // An issue `bd defer --until` left deferred with a date now passed is not

@@ -82,6 +82,10 @@ type doltStyle struct {
 	// uow: a claim-next's --json hydrates the issue through the proxied
 	// unit of work's repositories, not through issueops (bdjson.go).
 	uow bool
+	// spacedJSON: the link hands bd a JSON column's text as MySQL prints
+	// JSON, spaced ({"k": "v"}); a server's wire sends a column compact
+	// ({"k":"v"}) and a computed JSON spaced, as the embedded engine both.
+	spacedJSON bool
 }
 
 // doltCommitter is who authors a Dolt commit and what it stages.
@@ -120,6 +124,7 @@ var embeddedStyle = doltStyle{
 	unclaim:       func(_, actor string) string { return bdAutoCommit("unclaim", actor, nil) },
 	reclaim:       func(ids []string, actor string) string { return bdAutoCommit("reclaim", actor, ids) },
 	updateLabels:  true,
+	spacedJSON:    true,
 }
 
 // bdAutoCommit is the message of bd's auto-commit after command cmd by

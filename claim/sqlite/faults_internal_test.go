@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,6 +103,14 @@ func TestEveryStatementFailureRollsBack(t *testing.T) {
 		}},
 		{"dry run, bd's JSON", nil, func(s *claim.Store) error {
 			return ok(s.Claim(ctx, claim.Request{Agent: "a", DryRun: true, BdJSON: true}))
+		}},
+		{"claim by a short id", nil, func(s *claim.Store) error {
+			id := claimtest.Claimable(t, "0.49.6", "priority")[0]
+			res, err := s.Claim(ctx, claim.Request{Agent: "a", ID: id[strings.LastIndexByte(id, '-')+1:]})
+			if err == nil && res.Issue.ID != id {
+				return fmt.Errorf("claimed %s for %s", res.Issue.ID, id)
+			}
+			return err
 		}},
 		{"claim next, max held", held, func(s *claim.Store) error { return ok(s.Claim(ctx, claim.Request{Agent: "w", MaxHeld: 1})) }},
 		{"claim next, takeover", leased, func(s *claim.Store) error { return ok(s.Claim(ctx, claim.Request{Agent: "new"})) }},

@@ -196,7 +196,7 @@ func TestFindWorkspaceDSN(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Assert(t, ws.Dolt == nil && ws.Source == "--db")
 
-	for _, bad := range []string{"root@tcp(db:1)/", "not a dsn", "root@udp(db:1)/fx"} {
+	for _, bad := range []string{"root@tcp(db:1)/", "not a dsn", "root@udp(db:1)/fx", "root@tcp(db:port)/fx", "root@tcp(:3306)/fx"} {
 		_, err := workspace.Find(workspace.Locate{DSN: bad, Getenv: env()})
 		assert.Equal(t, claim.ErrorCode(err), claim.EInvalid, "%q: %v", bad, err)
 		assert.ErrorContains(t, err, "--dsn is not a Dolt server DSN of the form user:password@tcp(host:port)/database")

@@ -7,57 +7,29 @@ package dolt
 
 import (
 	"context"
-	"database/sql"
-	"time"
 )
 
-const dependencyRecords = `-- name: DependencyRecords :many
-SELECT issue_id, COALESCE(depends_on_issue_id, depends_on_wisp_id, depends_on_external) AS depends_on_id, type, created_at, created_by, metadata, thread_id FROM dependencies WHERE issue_id IN (?) ORDER BY issue_id
+const dependencyRecords = `-- name: DependencyRecords :one
+SELECT CAST(COALESCE(JSON_ARRAYAGG(JSON_OBJECT(
+         'issue_id', d.issue_id, 'depends_on_id', d.depends_on_id, 'type', d.type,
+         'created_at', DATE_FORMAT(d.created_at, '%Y-%m-%dT%H:%i:%sZ'), 'created_by', d.created_by,
+         'metadata', d.metadata, 'thread_id', d.thread_id)), '[]') AS JSON) AS records
+FROM (SELECT issue_id, COALESCE(depends_on_issue_id, depends_on_wisp_id, depends_on_external) AS depends_on_id, type, created_at, created_by, metadata, thread_id FROM dependencies WHERE issue_id IN (?) ORDER BY issue_id) d
 `
-
-type DependencyRecordsRow struct {
-	IssueID     string
-	DependsOnID sql.NullString
-	Type        string
-	CreatedAt   time.Time
-	CreatedBy   string
-	Metadata    sql.NullString
-	ThreadID    sql.NullString
-}
 
 // DependencyRecords reads an issue's dependency records as bd v1.3.0's
 // proxied unit of work does for the --json of a claim-next
-// (DependencySQLRepository.ListByIssueIDs), in its order, which leaves the
-// order of one issue's records to the server's plan; server and embedded
-// mode order them by target (issueops.GetDependencyRecordsForIssuesInTx,
-// claim/dolt/bdjson.go).
-func (q *Queries) DependencyRecords(ctx context.Context, db DBTX, id string) ([]DependencyRecordsRow, error) {
-	rows, err := db.QueryContext(ctx, dependencyRecords, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []DependencyRecordsRow
-	for rows.Next() {
-		var i DependencyRecordsRow
-		if err := rows.Scan(
-			&i.IssueID,
-			&i.DependsOnID,
-			&i.Type,
-			&i.CreatedAt,
-			&i.CreatedBy,
-			&i.Metadata,
-			&i.ThreadID,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// (DependencySQLRepository.ListByIssueIDs: its statement is the derived
+// table d, word for word), in its order, which leaves the order of one
+// issue's records to the server's plan; server and embedded mode order
+// them by target (issueops.GetDependencyRecordsForIssuesInTx,
+// claim/dolt/bdjson.go). One JSON array, each record with bd's JSON keys:
+// created_at as RFC 3339 (a DATETIME, UTC, whole seconds), metadata as the
+// JSON value, which the engine prints as the link hands bd the column
+// (doltStyle.spacedJSON).
+func (q *Queries) DependencyRecords(ctx context.Context, db DBTX, id string) (string, error) {
+	row := db.QueryRowContext(ctx, dependencyRecords, id)
+	var records string
+	err := row.Scan(&records)
+	return records, err
 }

@@ -190,51 +190,21 @@ func (q *Queries) WispClaimState(ctx context.Context, db DBTX, id string) (WispC
 	return i, err
 }
 
-const wispDependencyRecords = `-- name: WispDependencyRecords :many
-SELECT issue_id, COALESCE(depends_on_issue_id, depends_on_wisp_id, depends_on_external) AS depends_on_id, type, created_at, created_by, metadata, thread_id FROM wisp_dependencies WHERE issue_id IN (?) ORDER BY issue_id
+const wispDependencyRecords = `-- name: WispDependencyRecords :one
+SELECT CAST(COALESCE(JSON_ARRAYAGG(JSON_OBJECT(
+         'issue_id', d.issue_id, 'depends_on_id', d.depends_on_id, 'type', d.type,
+         'created_at', DATE_FORMAT(d.created_at, '%Y-%m-%dT%H:%i:%sZ'), 'created_by', d.created_by,
+         'metadata', d.metadata, 'thread_id', d.thread_id)), '[]') AS JSON) AS records
+FROM (SELECT issue_id, COALESCE(depends_on_issue_id, depends_on_wisp_id, depends_on_external) AS depends_on_id, type, created_at, created_by, metadata, thread_id FROM wisp_dependencies WHERE issue_id IN (?) ORDER BY issue_id) d
 `
-
-type WispDependencyRecordsRow struct {
-	IssueID     string
-	DependsOnID sql.NullString
-	Type        string
-	CreatedAt   sql.NullTime
-	CreatedBy   sql.NullString
-	Metadata    sql.NullString
-	ThreadID    sql.NullString
-}
 
 // WispDependencyRecords is DependencyRecords for a wisp, whose records bd
 // keeps in wisp_dependencies.
-func (q *Queries) WispDependencyRecords(ctx context.Context, db DBTX, id string) ([]WispDependencyRecordsRow, error) {
-	rows, err := db.QueryContext(ctx, wispDependencyRecords, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []WispDependencyRecordsRow
-	for rows.Next() {
-		var i WispDependencyRecordsRow
-		if err := rows.Scan(
-			&i.IssueID,
-			&i.DependsOnID,
-			&i.Type,
-			&i.CreatedAt,
-			&i.CreatedBy,
-			&i.Metadata,
-			&i.ThreadID,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+func (q *Queries) WispDependencyRecords(ctx context.Context, db DBTX, id string) (string, error) {
+	row := db.QueryRowContext(ctx, wispDependencyRecords, id)
+	var records string
+	err := row.Scan(&records)
+	return records, err
 }
 
 const wispEventIDsSameContent = `-- name: WispEventIDsSameContent :one

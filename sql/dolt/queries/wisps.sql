@@ -159,7 +159,11 @@ WHERE w.id = sqlc.arg(id)
   )) <> CAST(sqlc.arg(was) AS SIGNED);
 
 
--- name: WispDependencyRecords :many
+-- name: WispDependencyRecords :one
 -- WispDependencyRecords is DependencyRecords for a wisp, whose records bd
 -- keeps in wisp_dependencies.
-SELECT issue_id, COALESCE(depends_on_issue_id, depends_on_wisp_id, depends_on_external) AS depends_on_id, type, created_at, created_by, metadata, thread_id FROM wisp_dependencies WHERE issue_id IN (sqlc.arg(id)) ORDER BY issue_id;
+SELECT CAST(COALESCE(JSON_ARRAYAGG(JSON_OBJECT(
+         'issue_id', d.issue_id, 'depends_on_id', d.depends_on_id, 'type', d.type,
+         'created_at', DATE_FORMAT(d.created_at, '%Y-%m-%dT%H:%i:%sZ'), 'created_by', d.created_by,
+         'metadata', d.metadata, 'thread_id', d.thread_id)), '[]') AS JSON) AS records
+FROM (SELECT issue_id, COALESCE(depends_on_issue_id, depends_on_wisp_id, depends_on_external) AS depends_on_id, type, created_at, created_by, metadata, thread_id FROM wisp_dependencies WHERE issue_id IN (sqlc.arg(id)) ORDER BY issue_id) d;
