@@ -195,7 +195,7 @@ type mcpTool struct {
 	readOnly                 bool
 	destructive              bool                           // may end what another agent relies on
 	idempotent               bool                           // a repeat with the same arguments changes nothing more
-	after                    func(m *mcpServer, env called) // runs after a call that succeeded
+	after                    func(m *mcpServer, env called) // runs after a call that succeeded, not after a dry run
 }
 
 var (
@@ -214,7 +214,7 @@ var (
 			description: "Give back an issue you hold and cannot finish: it returns to open, unassigned, for another agent. " +
 				"Give a reason; set failed when the attempt failed (the issue then waits out a backoff and is abandoned " +
 				"after too many failures). Do not use it for finished work: close that with the close tool."},
-		{name: "close", title: "Close a finished issue", command: closeCommand, args: reflect.TypeFor[closeArgs](), result: envelopeType, after: (*mcpServer).closed, idempotent: true,
+		{name: "close", title: "Close a finished issue", command: closeCommand, args: reflect.TypeFor[closeArgs](), result: envelopeType, after: (*mcpServer).released, idempotent: true,
 			description: "Finish an issue you hold: close it, with a reason, as `bd close ID --reason` does; the issues it blocked " +
 				"become ready. Only you, holding it (under claim_id when given), can close it: after your lease expired and " +
 				"another agent took it over, close is refused (ALREADY_CLAIMED) and their claim is untouched. Closing an " +
@@ -605,7 +605,7 @@ func (m *mcpServer) call(ctx context.Context, t *mcpTool, req *mcp.CallToolReque
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, StructuredContent: json.RawMessage(text),
 		IsError: code != ExitClaimed && code != ExitNoIssue}
 	var env called
-	if t.after != nil && code == ExitClaimed && json.Unmarshal(text, &env) == nil {
+	if t.after != nil && code == ExitClaimed && json.Unmarshal(text, &env) == nil && !env.DryRun { // a dry run changed nothing
 		t.after(m, env)
 	}
 	return res
@@ -666,23 +666,15 @@ func (h interruptedAtInfo) Handle(ctx context.Context, r slog.Record) error {
 	return h.Handler.Handle(ctx, r)
 }
 
-// claimed starts renewing a claim made with a lease (not one a dry run
-// found).
+// claimed starts renewing a claim made with a lease.
 func (m *mcpServer) claimed(env called) {
-	if env.LeaseExpiresAt != nil && !env.DryRun {
+	if env.LeaseExpiresAt != nil {
 		m.renew(env.Issue.ID, env.ClaimID, *env.LeaseExpiresAt)
 	}
 }
 
-// released stops renewing an issue given back.
+// released stops renewing an issue given back or closed.
 func (m *mcpServer) released(env called) { m.stopRenewal(env.Issue.ID, nil) }
-
-// closed stops renewing an issue closed (not one a dry run checked).
-func (m *mcpServer) closed(env called) {
-	if !env.DryRun {
-		m.released(env)
-	}
-}
 
 // stopRenewal stops the renewal of issue id (only r's, when r is given).
 func (m *mcpServer) stopRenewal(id string, r *renewal) {

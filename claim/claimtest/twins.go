@@ -155,17 +155,17 @@ func Watch(t testing.TB, view View, id string) func() Footprint {
 				if p[0] == m.head {
 					break
 				}
-				f.Commits = slices.Insert(f.Commits, 0, TwinCommit{Message: strings.ReplaceAll(p[1], id, "ID"), Author: p[2], Stat: diffStat(t, q, p[0]+"~1", p[0])})
+				f.Commits = slices.Insert(f.Commits, 0, TwinCommit{Message: strings.ReplaceAll(p[1], id, "ID"), Author: p[2], Stat: DiffStat(t, q, p[0]+"~1", p[0])})
 			}
-			f.Net = diffStat(t, q, m.head, "HEAD")
+			f.Net = DiffStat(t, q, m.head, "HEAD")
 		})
 		return f
 	}
 }
 
-// diffStat is what changed from one commit to another, by table: rows
+// DiffStat is what changed from one commit to another, by table: rows
 // added, deleted and modified, cells modified.
-func diffStat(t testing.TB, q Querier, from, to string) []string {
+func DiffStat(t testing.TB, q Querier, from, to string) []string {
 	t.Helper()
 	return Strings(t, q, "SELECT CONCAT_WS(' ', table_name, rows_added, rows_deleted, rows_modified, cells_modified) FROM dolt_diff_stat(?, ?) ORDER BY table_name", from, to)
 }

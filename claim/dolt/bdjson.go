@@ -75,11 +75,7 @@ func (t *tx) BdJSON(id string, byID bool) ([]byte, error) {
 // hydrateReadyRow) keeps the server's order of the records, drops an
 // empty or {} metadata, and counts in the issues' tables only.
 func (t *tx) readyIssue(iss *Issue, table Table) (ReadyIssue, error) {
-	records := t.e.dq.DependencyRecords
-	if table.Wisp {
-		records = t.e.dq.WispDependencyRecords
-	}
-	raw, err := records(t.ctx, t.conn, iss.ID)
+	raw, err := table.DependencyRecords(t.ctx, t.conn, iss.ID)
 	// A NULL time is the zero time, a NULL text empty, as bd scans them;
 	// metadata is the JSON column's text as the link hands it to bd
 	// (doltStyle.spacedJSON): the records come spaced, as computed JSON.

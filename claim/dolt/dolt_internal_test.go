@@ -422,8 +422,10 @@ func TestDoltConnectionLost(t *testing.T) {
 	p = claimtest.NewProxy(t, target, "\x03COMMIT", true)
 	s = openDoltAt(t, w, p.Port, claim.Options{})
 	asks := &atomic.Int64{}
-	asks.Store(1)
-	engineOf(s).faults = func(h db.DBTX) db.DBTX { return lockRefused{h, asks} }
+	asks.Store(1) // the first writer's lock is taken; the server refuses the next ask
+	engineOf(s).faults = func(h db.DBTX) db.DBTX {
+		return rewriting{DBTX: h, from: "GET_LOCK(", to: "NO_SUCH_GET_LOCK(", skip: asks}
+	}
 	_, err = s.Claim(ctx, claim.Request{Agent: "d", ID: w.Prefix + "-d"})
 	assert.Assert(t, p.Cut.Load())
 	assert.ErrorContains(t, err, "committed in SQL")
@@ -431,31 +433,18 @@ func TestDoltConnectionLost(t *testing.T) {
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM issues AS OF 'HEAD' WHERE id = ? AND assignee = 'd'", w.Prefix+"-d"), 0)
 }
 
-// lockRefused lets a writer take the writers' lock as many times as asks
-// holds, then makes the server refuse the statement.
-type lockRefused struct {
-	db.DBTX
-	asks *atomic.Int64
-}
-
-func (l lockRefused) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if strings.Contains(query, "GET_LOCK(") && l.asks.Add(-1) < 0 {
-		query = strings.Replace(query, "GET_LOCK(", "NO_SUCH_GET_LOCK(", 1)
-	}
-	return l.DBTX.QueryRowContext(ctx, query, args...)
-}
-
 // rewriting runs every statement, but a statement containing from is run
-// with from replaced by to, once (n counts down), or always (n nil).
+// with from replaced by to, once (n counts down), or always (n nil); the
+// first ones (skip counts down; nil: none) run as written.
 type rewriting struct {
 	db.DBTX
 	from, to string
-	n        *atomic.Int64
+	n, skip  *atomic.Int64
 	zero     bool // do not run a matched Exec at all: report 0 rows affected
 }
 
 func (r rewriting) hit(query string) bool {
-	return strings.Contains(query, r.from) && (r.n == nil || r.n.Add(-1) >= 0)
+	return strings.Contains(query, r.from) && (r.skip == nil || r.skip.Add(-1) < 0) && (r.n == nil || r.n.Add(-1) >= 0)
 }
 
 func (r rewriting) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {

@@ -488,13 +488,11 @@ func (e *Engine) Update(ctx context.Context, _ engine.Ahead, fn func(engine.Tx) 
 			// It landed, but its connection is gone (and with it the
 			// lock). Where the Dolt commit was in the transaction, it
 			// landed with it; else it needs a writer's connection again.
-			inTx := w.inTx
-			w.done()
-			w = nil
-			if inTx {
+			if w.inTx {
 				return nil
 			}
-			if w, err = e.link.writer(ctx, e.wrap); err != nil {
+			w.done()
+			if w, err = e.link.writer(ctx, e.wrap); err != nil { // w is nil: the deferred done skips it
 				return uncommitted(engine.Classify(err, "make the Dolt commit", e.Code))
 			}
 		}

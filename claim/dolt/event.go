@@ -344,6 +344,15 @@ func (tb Table) RowLock(ctx context.Context, h doltdb.DBTX, id string) (int64, e
 	return doltdb.New().IssueRowLock(ctx, h, id)
 }
 
+// DependencyRecords reads the dependency records of row id of the table,
+// as one JSON array (DependencyRecords).
+func (tb Table) DependencyRecords(ctx context.Context, h doltdb.DBTX, id string) (string, error) {
+	if tb.Wisp {
+		return doltdb.New().WispDependencyRecords(ctx, h, id)
+	}
+	return doltdb.New().DependencyRecords(ctx, h, id)
+}
+
 // Leased says whether bd keeps a lease for the table's rows.
 func (tb Table) Leased() bool { return !tb.Wisp }
 
