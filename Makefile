@@ -8,6 +8,8 @@ COVERPKG = $(shell $(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end
 # The embedded build: the embedded Dolt engine (github.com/dolthub/driver/v2,
 # cgo with gcc; gms_pure_go: no ICU), in .bin/bd-claim-embedded only.
 EMBEDDED_TAGS := embedded,gms_pure_go
+# go test -json, relayed as go test prints it, closing on "tests: N passed, N failed, N skipped".
+TESTSUM = $(GO) run ./scripts/testsum
 COVERPKG_EMBEDDED = $(shell $(GO) list -tags $(EMBEDDED_TAGS) -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' . | grep '^$(MODULE)' | paste -sd, -)
 # The supported real bd releases are the pinned modules tools/bd-vX.Y.Z, newest first.
 BD_VERSIONS := $(shell printf '%s\n' $(patsubst tools/bd-%/go.mod,%,$(wildcard tools/bd-v*/go.mod)) | sort -rV)
@@ -37,20 +39,21 @@ embedded: ## build .bin/bd-claim-embedded: every engine, bd v1.3's embedded Dolt
 
 embedded-test: dolt ## the embedded build's tests: the conformance suite's dolt-embedded setup and the embedded engine's own (coverage into .cover/data when it exists)
 	mkdir -p $(COVER)/data
-	CGO_ENABLED=1 $(GO) test -count=1 -timeout 30m -tags $(EMBEDDED_TAGS) -covermode=atomic -coverpkg=$(COVERPKG_EMBEDDED) -run 'TestConformance/dolt-embedded|TestEmbedded' ./claim/... ./cli -args -test.gocoverdir=$(COVER)/data
+	CGO_ENABLED=1 $(TESTSUM) -tally $(COVER)/tally -- -count=1 -timeout 30m -tags $(EMBEDDED_TAGS) -covermode=atomic -coverpkg=$(COVERPKG_EMBEDDED) -run 'TestConformance/dolt-embedded|TestEmbedded' ./claim/dolt ./cli -args -test.gocoverdir=$(COVER)/data
 
 bd: ## build the real bd (every tools/bd-v*) that the interop tests drive
 	@for v in $(BD_VERSIONS); do scripts/build-bd.sh $$v >/dev/null || exit 1; done
 
 test: bd dolt ## every test with -race (the Dolt ones against a real dolt sql-server), the embedded build's (embedded-test), then the 100% statement coverage gate over both
 	rm -rf $(COVER) && mkdir -p $(COVER)/data
-	$(GO) test -race -count=1 -timeout 40m -coverpkg=$(COVERPKG) ./... -args -test.gocoverdir=$(COVER)/data
+	$(TESTSUM) -tally $(COVER)/tally -- -race -count=1 -timeout 40m -coverpkg=$(COVERPKG) ./... -args -test.gocoverdir=$(COVER)/data
 	$(MAKE) embedded-test
 	$(GO) tool covdata textfmt -i=$(COVER)/data -o $(COVER)/cover.out
 	$(GO) tool cover -func=$(COVER)/cover.out > $(COVER)/func.txt
 	@awk '$$NF != "100.0%" {print "not covered:", $$0; bad=1} END {exit bad}' $(COVER)/func.txt || \
 		{ echo "coverage gate: statements above are below 100% (see .cover/cover.out)"; exit 1; }
 	@tail -1 $(COVER)/func.txt
+	@$(TESTSUM) -total $(COVER)/tally
 
 verify: ## fail on drift: generated code vs sql/ (sqlc diff, sqlc vet, db/ generated only), vendored schemas vs the pinned bd releases, gofmt, vet (default and embedded builds; the default build's code and tests on macOS, Windows and FreeBSD too)
 	$(GO) tool sqlc diff
