@@ -158,11 +158,6 @@ func (c choice) result() Result {
 // by id take (engine.Tx.Eligible), admits it. An --id the specification
 // refuses is explained. It writes nothing.
 func (s *Store) choose(tx engine.Tx, req *Request, head []string) (choice, error) {
-	if req.Resume {
-		if c, err := s.resumable(tx, *req); err != nil || c.r != nil {
-			return c, err
-		}
-	}
 	var c engine.State // of issue req.ID
 	var el engine.Eligible
 	if req.ID != "" {
@@ -184,7 +179,12 @@ func (s *Store) choose(tx engine.Tx, req *Request, head []string) (choice, error
 			el.Pools = append(el.Pools, c.Holder)
 		}
 	}
-	spec := readySpec(s.flavor, s.policy, req.Agent, req.Filters, tx.Now(), el)
+	spec, held := s.specs(*req, tx.Now(), el)
+	if req.Resume { // Validate: never with an --id
+		if c, err := s.resumable(tx, *req, held); err != nil || c.r != nil {
+			return c, err
+		}
+	}
 	if req.MaxHeld > 0 {
 		held, err := tx.HeldCount(req.Agent)
 		if err != nil {
@@ -229,16 +229,15 @@ func (s *Store) sameActor(holder, agent string) bool {
 }
 
 // resumable is what a --resume of req returns: of the in_progress issues
-// req.Agent holds, those that pass its filters (heldSpec), the one claimed
+// req.Agent holds, those that pass its filters (spec: heldSpec), the one claimed
 // first (a claim whose time is unknown counts as the oldest; the same
 // time, by issue id), as the agent's re-claim of it; no issue when none
 // passes.
-func (s *Store) resumable(tx engine.Tx, req Request) (choice, error) {
+func (s *Store) resumable(tx engine.Tx, req Request, spec engine.Spec) (choice, error) {
 	held, err := tx.Held()
 	if err != nil {
 		return choice{}, err
 	}
-	spec := heldSpec(s.flavor, req.Filters)
 	var first *engine.State
 	for _, c := range held {
 		if !s.sameActor(c.Holder, req.Agent) || (first != nil && !s.claimedBefore(c, *first)) {

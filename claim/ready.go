@@ -19,6 +19,17 @@ func (s *Store) spec(agent string, f Filters, now time.Time) engine.Spec {
 	return ReadySpec(s.flavor, s.policy, agent, f, now)
 }
 
+// specs are the specifications one claim's transaction reads, as of now:
+// ready, the readiness spec widened by el (readySpec), and, for a
+// --resume, held (heldSpec).
+func (s *Store) specs(req Request, now time.Time, el engine.Eligible) (ready, held engine.Spec) {
+	ready = readySpec(s.flavor, s.policy, req.Agent, req.Filters, now, el)
+	if req.Resume {
+		held = heldSpec(s.flavor, req.Filters)
+	}
+	return ready, held
+}
+
 // ReadySpec is the one definition of "claimable" that claim-next, --id,
 // --dry-run, --explain and stats share (engine.Spec), for a workspace of
 // flavor fl under the failure policy p: bd ready's rules for the
