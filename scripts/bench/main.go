@@ -822,10 +822,8 @@ func (b *bench) cliRows(res cliResult) {
 		m := median(p.samples)
 		r := row{sec, fmt.Sprintf("bd-claim --agent bench --quiet, %s issues, n=%d", strings.TrimPrefix(name, "claim-"), len(p.samples)),
 			ms(m) + " median, " + ms(pct(p.samples, 99)) + " p99", "hello-world median", x(float64(m) / float64(floor)), "", ""}
-		if name == "claim-10k" {
-			r.target = "≤ 3× floor"
-			r.result = verdict(float64(m) <= 3*float64(floor))
-		}
+		// Context, no target: the minimal claim program alone is about
+		// 10× hello-world; the floor below is the target.
 		b.add(r)
 	}
 	claim10k := median(res["claim-10k"].samples)
@@ -834,7 +832,7 @@ func (b *bench) cliRows(res cliResult) {
 	b.add(row{sec, fmt.Sprintf("minimal modernc.org/sqlite claim program (scripts/bench/minclaim), 10k, n=%d", len(mc.samples)),
 		ms(floor10k) + " median, " + ms(pct(mc.samples, 99)) + " p99", "", "", "", ""})
 	b.add(row{sec, "bd-claim claim process vs the minimal claim program, 10k", ms(claim10k), "minimal claim median",
-		x(float64(claim10k) / float64(floor10k)), "≤ 1.2×", verdict(float64(claim10k) <= 1.2*float64(floor10k))})
+		x(float64(claim10k) / float64(floor10k)), "≤ 1.15×", verdict(float64(claim10k) <= 1.15*float64(floor10k))})
 	if up := res["bd-update-claim"]; up != nil {
 		m := median(up.samples)
 		b.add(row{sec, fmt.Sprintf("bd %s update ID --claim --json, 10k, n=%d", bdVersion, len(up.samples)),
@@ -936,7 +934,7 @@ func (b *bench) mcpLoop(ctx context.Context, res cliResult) error {
 	b.add(r)
 	l := median(libSamples)
 	b.add(row{sec, "the same call vs one in-process library claim (a Store on a copy of the workspace, interleaved)", ms(m) + " median",
-		"library claim " + ms(l) + " median", x(float64(m) / float64(l)), "≤ 2×", verdict(float64(m) <= 2*float64(l))})
+		"library claim " + ms(l) + " median", x(float64(m) / float64(l)), "≤ 1.5×", verdict(float64(m) <= 1.5*float64(l))})
 	if up := res["bd-update-claim"]; up != nil {
 		u := median(up.samples)
 		b.add(row{sec, "the same call", ms(m) + " median", fmt.Sprintf("bd %s update ID --claim median", bdVersion),
@@ -1286,9 +1284,9 @@ func (b *bench) scale() error {
 		fmt.Sprintf("%.0f claims/s (%d claims in %s), p99 %s", rate, len(res.claimed), res.wall.Round(time.Millisecond), ms(pct(res.claimLat, 99))),
 		fmt.Sprintf("its CPU-bound limit %.0f claims/s (%s CPU per process)", lim, ms(perProc)), "", "", ""})
 	b.add(row{sec, "256 × 4: CPU of one bd-claim claim process vs the minimal program's, in the same shape", ms(cpu256),
-		"minimal program " + ms(perProc), x(float64(cpu256) / float64(perProc)), "≤ 1.3×", verdict(float64(cpu256) <= 1.3*float64(perProc))})
+		"minimal program " + ms(perProc), x(float64(cpu256) / float64(perProc)), "≤ 1.2×", verdict(float64(cpu256) <= 1.2*float64(perProc))})
 	b.add(row{sec, "256 × 4: bd-claim's throughput vs the minimal program's", fmt.Sprintf("%.0f claims/s", rate256),
-		fmt.Sprintf("minimal program %.0f claims/s", rate), fmt.Sprintf("%.0f%%", 100*rate256/rate), "≥ 80%", verdict(rate256 >= 0.8*rate)})
+		fmt.Sprintf("minimal program %.0f claims/s", rate), fmt.Sprintf("%.0f%%", 100*rate256/rate), "≥ 90%", verdict(rate256 >= 0.9*rate)})
 	return nil
 }
 
@@ -1586,7 +1584,7 @@ func (b *bench) growth(res cliResult) error {
 	}
 	b.add(row{sec, "peak RSS of one CLI claim (" + how + ")",
 		fmt.Sprintf("%.1f MB max (%s MB)", float64(peak)/1024, strings.Join(parts, ", ")),
-		fmt.Sprintf("hello-world %.1f MB", float64(helloRSS)/1024), x(float64(peak) / float64(helloRSS)), "≤ 30 MB", verdict(peak <= 30*1024)})
+		fmt.Sprintf("hello-world %.1f MB", float64(helloRSS)/1024), x(float64(peak) / float64(helloRSS)), "≤ 20 MB", verdict(peak <= 20*1024)})
 	return nil
 }
 
