@@ -76,32 +76,24 @@ func (s *Store) claimOnce(ctx context.Context, req Request) (Result, error) {
 	err := s.write(ctx, "claim an issue", ahead, func(tx engine.Tx) error {
 		c, err := s.choose(tx, &req, ahead.IDs)
 		res = c.result()
-		switch {
-		case err != nil || c.r == nil:
+		if err != nil || c.r == nil {
 			return err
-		case c.resumed: // the held claim, its lease renewed as a heartbeat renews it
-			if renews(*c.held, req.Lease) {
-				res.Lease, err = tx.Renew(c.r.ID, c.held.Holder, *c.held, req.Lease)
-			}
-		default:
-			if c.takeover != "" { // an expired claim ends first
-				err = tx.EndClaim(c.r, req.Agent, c.r.Claim.Holder, c.takeover)
-			}
-			agent := req.Agent
-			if c.held != nil { // a re-claim: the claim stays under the name the issue is held by
-				agent = c.held.Holder
-			}
-			if err == nil {
-				var taken engine.Taken
-				taken, err = tx.Take(engine.Claim{Row: c.r, Agent: agent, ByID: req.ID != "", Lease: req.Lease, Held: c.held})
-				res.ClaimID = taken.ClaimID
-				if taken.Lease != nil { // else a re-claim keeps its lease (result)
-					res.Lease = taken.Lease
-				}
+		}
+		claim := engine.Claim{Row: c.r, Agent: req.Agent, ByID: req.ID != "", Lease: req.Lease, Ended: c.takeover}
+		if c.held != nil { // a re-claim or a resume: the claim stays under the name the issue is held by
+			claim.Agent, claim.Held = c.held.Holder, c.held
+			claim.Renew = req.Lease > 0 // a re-claim renews the lease it asks for
+			if c.resumed {              // a resume, as a heartbeat renews it
+				claim.Renew = renews(*c.held, req.Lease)
 			}
 		}
+		taken, err := tx.Take(claim)
 		if err != nil {
 			return err
+		}
+		res.ClaimID = taken.ClaimID
+		if taken.Lease != nil { // else a held claim keeps its lease (result)
+			res.Lease = taken.Lease
 		}
 		return printed(tx, req, &res)
 	})

@@ -383,18 +383,26 @@ func (t *tx) Held() ([]engine.State, error) {
 // finds nothing staged (the wisp tables are dolt_ignored), as bd's does.
 func (t *tx) Take(c engine.Claim) (engine.Taken, error) {
 	r := c.Row
-	table := snapshotOf(r).table
 	if c.Held != nil {
 		// A re-claim writes nothing but the lease it asks for; its Dolt
-		// commit records the claim if the first run's commit was lost.
-		t.commit = "bd: update " + r.ID
+		// commit records the claim if the first run's commit was lost. A
+		// resume (not by id) renews the lease, which no Dolt commit holds.
+		if c.ByID {
+			t.commit = "bd: update " + r.ID
+		}
 		taken := engine.Taken{ClaimID: c.Held.ID}
 		var err error
-		if c.Lease > 0 && table.Leased() {
+		if c.Renew && snapshotOf(r).table.Leased() {
 			taken.Lease, err = t.Renew(r.ID, c.Agent, *c.Held, c.Lease)
 		}
 		return taken, err
 	}
+	if c.Ended != "" {
+		if err := t.EndClaim(r, c.Agent, r.Claim.Holder, c.Ended); err != nil {
+			return engine.Taken{}, err
+		}
+	}
+	table := snapshotOf(r).table
 	lock := newRowLock()
 	set := doltdb.IssueClaimSetParams{
 		Assignee: text(c.Agent), Now: t.now, StartedAt: sql.NullTime{Time: t.now, Valid: true},
@@ -409,8 +417,7 @@ func (t *tx) Take(c engine.Claim) (engine.Taken, error) {
 	}
 	taken := engine.Taken{ClaimID: lock}
 	if table.Leased() {
-		taken.Lease = engine.NewLease(t.now, cmp.Or(c.Lease, doltLease))
-		if err := t.lease(r.ID, c.Agent, taken.Lease.Until); err != nil {
+		if taken.Lease, err = t.lease(r.ID, c.Agent, cmp.Or(c.Lease, doltLease)); err != nil {
 			return engine.Taken{}, err
 		}
 	}
@@ -434,11 +441,12 @@ func (t *tx) Take(c engine.Claim) (engine.Taken, error) {
 	return taken, nil
 }
 
-// doltLease grants agent's lease of issue id until until (bd's
+// lease grants agent a lease of issue id for d from now (bd's
 // UpsertLeaseInTx; granted_node ” as bd writes it without node_id).
-func (t *tx) lease(id, agent string, until time.Time) error {
-	return t.e.dq.LeaseUpsert(t.ctx, t.conn, doltdb.LeaseUpsertParams{
-		IssueID: id, Holder: agent, GrantedAt: t.now, LeaseExpiresAt: until, HeartbeatAt: t.now,
+func (t *tx) lease(id, agent string, d time.Duration) (*engine.Lease, error) {
+	l := engine.NewLease(t.now, d)
+	return l, t.e.dq.LeaseUpsert(t.ctx, t.conn, doltdb.LeaseUpsertParams{
+		IssueID: id, Holder: agent, GrantedAt: t.now, LeaseExpiresAt: l.Until, HeartbeatAt: t.now,
 	})
 }
 
@@ -1088,7 +1096,7 @@ func (t *tx) Renew(id, agent string, c engine.State, d time.Duration) (*engine.L
 	l := engine.NewLease(t.now, cmp.Or(d, c.Length, doltLease))
 	n, err := t.e.dq.LeaseHeartbeat(t.ctx, t.conn, doltdb.LeaseHeartbeatParams{LeaseExpiresAt: l.Until, HeartbeatAt: t.now, IssueID: id, Holder: agent})
 	if err == nil && n == 0 {
-		err = t.lease(id, agent, l.Until)
+		_, err = t.lease(id, agent, l.Duration)
 	}
 	if k, ok := c.Data.(claimKey); err == nil && d > 0 && ok && k.event != "" {
 		err = t.e.dq.EventCommentSet(t.ctx, t.conn, doltdb.EventCommentSetParams{Comment: text(l.ClaimOf(k.rowLock)), ID: k.event})

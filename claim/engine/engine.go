@@ -115,8 +115,10 @@ type Tx interface {
 	// each holds is the engine's bd's (the SQLite releases print their
 	// update's for both).
 	BdJSON(id string, byID bool) ([]byte, error)
-	// Take writes claim c as the workspace's bd writes one (of an open
-	// issue: a takeover ends the expired claim first, EndClaim).
+	// Take writes claim c as the workspace's bd writes one: a takeover
+	// ends the expired claim first (EndClaim); a claim the agent holds
+	// already has its lease renewed (Renew) when c asks for it, and
+	// nothing else written.
 	Take(c Claim) (Taken, error)
 	// Unclaim writes agent's release of r as the workspace's bd records a
 	// release, with the protocol's note (ReleaseComment: a failed attempt,
@@ -158,8 +160,15 @@ type Claim struct {
 	ByID  bool          // an --id claim (bd update --claim), else claim-next (bd ready --claim)
 	Lease time.Duration // the lease asked for; 0 for none
 	// Held is the agent's claim of Row when it holds it already (an --id
-	// re-claim): nothing is written but the lease asked for.
-	Held *State
+	// re-claim, or the issue a --resume returns): nothing is written but
+	// its lease, renewed as Tx.Renew renews it (by Lease, else by its own
+	// length) when Renew is set.
+	Held  *State
+	Renew bool
+	// Ended is the note of the end of Row's expired claim (Row.Claim),
+	// which Take ends first (Tx.EndClaim, Agent its actor); "" when Row
+	// has no claim to end.
+	Ended string
 }
 
 // Eligible is what a claim by id may take beyond an open issue assigned

@@ -131,10 +131,15 @@ func (t *tx) Take(c engine.Claim) (engine.Taken, error) {
 	if c.Held != nil {
 		taken := engine.Taken{ClaimID: c.Held.ID}
 		var err error
-		if c.Lease > 0 {
+		if c.Renew {
 			taken.Lease, err = t.Renew(c.Row.ID, c.Agent, *c.Held, c.Lease)
 		}
 		return taken, err
+	}
+	if c.Ended != "" {
+		if err := t.EndClaim(c.Row, c.Agent, c.Row.Claim.Holder, c.Ended); err != nil {
+			return engine.Taken{}, err
+		}
 	}
 	lease := engine.NewLease(t.now, c.Lease)
 	var comment string
