@@ -1712,7 +1712,7 @@ const limits = `
   checkpoint 5% (the floor pays both), the schema check 6%, bd's writes and the commit 6%. Of about 3.1 ms
   of package initialisation, the MCP SDK's own packages take about 1.0 ms (GODEBUG=inittrace=1, median of
   15). What would reach 1.15x at 10k: the MCP server in an executable of its own that bd-claim mcp starts
-  (about 1 ms of the 4.6 ms gap), and a readiness read as cheap as the floor's UPDATE, which bd ready's rules
+  (about 1 ms of the gap, 4.6 ms at 68d5c23 and 6.4 ms at f151847), and a readiness read as cheap as the floor's UPDATE, which bd ready's rules
   (the blocked cache, leases, exclusions, deferral, the failure policy) on bd's indexes do not allow. Tried
   and dropped: exiting without closing (the WAL never resets and every later process re-reads it).
 - **Cost growth.** bd's schema has no index on (status, priority, created_at), and bd-claim may not add one.
@@ -1785,8 +1785,15 @@ const limits = `
 - **Dolt embedded (section 6).** Every claim process loads a large binary and opens the engine itself, one
   process at a time: process start, package initialisation (25-28 ms in the Dolt engine's packages), the
   engine's open and the Dolt commit are half the floor or more at 1k, and bd pays them too. Wall-time ratios
-  swing with the machine's load, CPU ratios much less. The writers' queue hands the engine to one waiter,
-  which on oversubscribed cores must first be scheduled.
+  swing with the machine's load, CPU ratios much less: at 68d5c23 the 1k and 10k rows were 1.00x and 1.07x
+  (CPU 1.14x, 1.04x), at f151847 1.26x and 1.10x (CPU 1.20x, 1.16x); on a quiet machine (perf record, six
+  claims of each on fresh copies of the 1k workspace, f151847) bd-claim-embedded took 1.04x the floor's CPU.
+  By part, per claim: bd-claim's engine open about 16 ms (the floor's phase 22 ms), its readiness read in
+  the write lock about 32 ms against the floor's plain read of 12 ms, its writes and Dolt commit about as
+  much as the floor's. So the floor is made of the start, the open, a plain read, bd's writes and the Dolt
+  commit, and the gap is bd ready's rules as the embedded engine evaluates them. What would reach 1.1x: that
+  read in one statement (the ready bounds folded into the candidates query, as for the Dolt server above).
+  The writers' queue hands the engine to one waiter, which on oversubscribed cores must first be scheduled.
 `
 
 func cpuModel() string {
