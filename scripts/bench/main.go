@@ -1711,10 +1711,12 @@ const limits = `
   and scheduling 16%, package initialisation 9%, the connection's open and schema parse 9% and the close's
   checkpoint 5% (the floor pays both), the schema check 6%, bd's writes and the commit 6%. Of about 3.1 ms
   of package initialisation, the MCP SDK's own packages take about 1.0 ms (GODEBUG=inittrace=1, median of
-  15). What would reach 1.15x at 10k: the MCP server in an executable of its own that bd-claim mcp starts
-  (about 1 ms of the gap, 4.6 ms at 68d5c23 and 6.4 ms at f151847), and a readiness read as cheap as the floor's UPDATE, which bd ready's rules
-  (the blocked cache, leases, exclusions, deferral, the failure policy) on bd's indexes do not allow. Tried
-  and dropped: exiting without closing (the WAL never resets and every later process re-reads it).
+  15). The gap at 10k was 4.6 ms at 68d5c23 and 6.4 ms at f151847. The MCP server in an executable of its
+  own that bd-claim mcp starts would take about 1 ms off it. The rest is bd ready's rules (the blocked
+  cache, leases, exclusions, deferral, the failure policy), which the floor skips and no statement on bd's
+  indexes makes as cheap as its UPDATE: with them, what reaches the floor's cost per claim is a claimer that
+  outlives its claims (section 2's library claims, the MCP server), not a faster process. Tried and
+  dropped: exiting without closing (the WAL never resets and every later process re-reads it).
 - **Cost growth.** bd's schema has no index on (status, priority, created_at), and bd-claim may not add one.
   A claim first finds the most urgent priority that has a claimable issue (min() over
   idx_issues_status_priority, which stops at the first match). When that priority has 2048 open issues or
