@@ -20,8 +20,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 )
 
@@ -101,10 +103,12 @@ func run(args []string, tally string, out io.Writer) int {
 	return status
 }
 
-// relay prints what a plain go test prints and counts the tests.
+// relay prints what a plain go test prints and counts the tests: of a
+// package that passes, its closing line; of one that fails, all it printed
+// outside its tests; of a test, what it printed, if it fails.
 func relay(r io.Reader, out io.Writer) (counts, error) {
 	var c counts
-	held := map[string][]string{} // a running test's output, printed if it fails
+	held := map[string][]string{} // a running test's or package's output, printed if it fails
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	for sc.Scan() {
@@ -118,10 +122,18 @@ func relay(r io.Reader, out io.Writer) (counts, error) {
 		switch {
 		case e.Action == "build-output":
 			fmt.Fprint(out, e.Output)
-		case e.Test == "":
-			if e.Action == "output" && e.Output != "PASS\n" {
-				fmt.Fprint(out, e.Output)
+		case e.Test == "" && e.Action == "output":
+			held[key] = append(held[key], e.Output)
+		case e.Test == "" && e.Action == "fail":
+			fmt.Fprint(out, strings.Join(held[key], ""))
+			delete(held, key)
+		case e.Test == "": // pass or skip: its closing line ("ok  ...", "?   ...")
+			for _, l := range held[key] {
+				if strings.HasPrefix(l, "ok  ") || strings.HasPrefix(l, "?   ") {
+					fmt.Fprint(out, l)
+				}
 			}
+			delete(held, key)
 		case e.Action == "output":
 			held[key] = append(held[key], e.Output)
 		case e.Action == "pass":
@@ -135,6 +147,11 @@ func relay(r io.Reader, out io.Writer) (counts, error) {
 			fmt.Fprint(out, strings.Join(held[key], ""))
 			delete(held, key)
 		}
+	}
+	// A package or test that never ended (go test was killed) shows what
+	// it printed.
+	for _, key := range slices.Sorted(maps.Keys(held)) {
+		fmt.Fprint(out, strings.Join(held[key], ""))
 	}
 	return c, sc.Err()
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // A stream as go test -json writes it: a passing, a skipped and a failing
-// subtest under a failing test, a build error and a package's closing lines.
+// subtest under a failing test, a build error, and the lines of a failing,
+// a passing and a test-less package.
 const stream = `{"Action":"build-output","ImportPath":"m/broken","Output":"# m/broken\n"}
 {"Action":"run","Package":"m/a","Test":"TestA"}
 {"Action":"output","Package":"m/a","Test":"TestA","Output":"=== RUN   TestA\n"}
@@ -23,9 +24,14 @@ const stream = `{"Action":"build-output","ImportPath":"m/broken","Output":"# m/b
 {"Action":"output","Package":"m/a","Output":"FAIL\n"}
 {"Action":"output","Package":"m/a","Output":"FAIL\tm/a\t0.01s\n"}
 {"Action":"fail","Package":"m/a"}
+{"Action":"output","Package":"m/b","Output":"coverage: 50.0% of statements\n"}
 {"Action":"output","Package":"m/b","Output":"PASS\n"}
-{"Action":"output","Package":"m/b","Output":"ok  \tm/b\t0.01s\n"}
+{"Action":"output","Package":"m/b","Output":"ok  \tm/b\t0.01s\tcoverage: 50.0% of statements\n"}
+{"Action":"pass","Package":"m/b"}
+{"Action":"output","Package":"m/c","Output":"?   \tm/c\t[no test files]\n"}
+{"Action":"skip","Package":"m/c"}
 not json
+{"Action":"output","Package":"m/d","Output":"panic: test timed out\n"}
 `
 
 func TestRelay(t *testing.T) {
@@ -38,8 +44,10 @@ func TestRelay(t *testing.T) {
 		"    a_test.go:9: want 1, got 2\n"+
 		"=== RUN   TestA\n--- FAIL: TestA (0.00s)\n"+
 		"FAIL\nFAIL\tm/a\t0.01s\n"+
-		"ok  \tm/b\t0.01s\n"+
-		"not json\n")
+		"ok  \tm/b\t0.01s\tcoverage: 50.0% of statements\n"+
+		"?   \tm/c\t[no test files]\n"+
+		"not json\n"+
+		"panic: test timed out\n")
 }
 
 func TestTally(t *testing.T) {
