@@ -29,11 +29,10 @@ import (
 
 // event is one line of go test -json (cmd/test2json).
 type event struct {
-	Action     string
-	Package    string
-	Test       string
-	Output     string
-	ImportPath string // build-output events
+	Action  string
+	Package string
+	Test    string
+	Output  string
 }
 
 // counts are the tests a run passed, failed and skipped.
@@ -119,32 +118,30 @@ func relay(r io.Reader, out io.Writer) (counts, error) {
 			continue
 		}
 		key := e.Package + "\x00" + e.Test
-		switch {
-		case e.Action == "build-output":
+		switch e.Action {
+		case "build-output":
 			fmt.Fprint(out, e.Output)
-		case e.Test == "" && e.Action == "output":
+		case "output":
 			held[key] = append(held[key], e.Output)
-		case e.Test == "" && e.Action == "fail":
-			fmt.Fprint(out, strings.Join(held[key], ""))
-			delete(held, key)
-		case e.Test == "": // pass or skip: its closing line ("ok  ...", "?   ...")
-			for _, l := range held[key] {
-				if strings.HasPrefix(l, "ok  ") || strings.HasPrefix(l, "?   ") {
-					fmt.Fprint(out, l)
-				}
+		case "fail":
+			if e.Test != "" {
+				c.failed++
 			}
-			delete(held, key)
-		case e.Action == "output":
-			held[key] = append(held[key], e.Output)
-		case e.Action == "pass":
-			c.passed++
-			delete(held, key)
-		case e.Action == "skip":
-			c.skipped++
-			delete(held, key)
-		case e.Action == "fail":
-			c.failed++
 			fmt.Fprint(out, strings.Join(held[key], ""))
+			delete(held, key)
+		case "pass", "skip":
+			switch {
+			case e.Test == "": // a package: its closing line ("ok  ...", "?   ...")
+				for _, l := range held[key] {
+					if strings.HasPrefix(l, "ok  ") || strings.HasPrefix(l, "?   ") {
+						fmt.Fprint(out, l)
+					}
+				}
+			case e.Action == "pass":
+				c.passed++
+			default:
+				c.skipped++
+			}
 			delete(held, key)
 		}
 	}
