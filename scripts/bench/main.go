@@ -1707,7 +1707,7 @@ const limits = `
   that open, BEGIN IMMEDIATE, one guarded UPDATE of the most urgent open unassigned issue, COMMIT and the
   close: no workspace discovery, schema check, bd ready rule, event, content hash or dirty mark. A bd-claim
   claim process's CPU, profiled (perf record over 150 claim processes in a row on a 1,920-issue workspace,
-  at 68d5c23): the readiness read 39% (the read-ahead 31%, the check in the write lock 8%), runtime start
+  at dfd3964, whose claim code 68d5c23 has): the readiness read 39% (the read-ahead 31%, the check in the write lock 8%), runtime start
   and scheduling 16%, package initialisation 9%, the connection's open and schema parse 9% and the close's
   checkpoint 5% (the floor pays both), the schema check 6%, bd's writes and the commit 6%. Of about 3.1 ms
   of package initialisation, the MCP SDK's own packages take about 1.0 ms (GODEBUG=inittrace=1, median of
@@ -1742,9 +1742,9 @@ const limits = `
   cores divided by that CPU: both rows miss for the reason the CLI row does (what the floor is made of is
   there), the readiness read first. The read-ahead adds no CPU to a claim: it moves the readiness read out of
   the write lock (without it, a claim process costs as much: task-clock 27.5 against 26.3 ms, median of 80
-  alternating runs of each at 68d5c23), so reading ahead only when writers are queued would not lower the
-  CPU. What would reach 1.2x and 90%: claims that do not each pay a process (a long-lived claimer, the MCP
-  server or a library Store, costs about 0.8 ms a claim in section 2 against 27-33 ms a process here), or the
+  alternating runs of each, on a0ea877's SQLite path), so reading ahead only when writers are queued would
+  not lower the CPU. What would reach 1.2x and 90%: claims that do not each pay a process (a library Store
+  claims in 0.8-1.0 ms in section 2, an MCP call takes 1.6-2.2 ms, against 27-33 ms a process here), or the
   floor's cost for bd's rules, which no statement on bd's indexes has. The p99 of a claim counts from the
   process's start, and a process's start and schema parse run before it joins the queue, in no order on
   oversubscribed cores: across runs on this machine the 128 x 10 p99 ranged from 1.19x (3f92a69) to 1.87x
@@ -1759,8 +1759,8 @@ const limits = `
   claim), and binding the protocol's LIKE patterns as parameters (SQLite re-prepares the query each run).
 - **MCP.** A call on a live server skips the process start, the schema parse and the checkpoint: what is left
   is the claim, the tool's argument parsing and JSON result, and the JSON-RPC round trip over two pipes.
-  Timed inside the server (a build that logs each call's times, section 1b's run, medians of 205 calls at
-  68d5c23; the call 2.03 ms, the library claim 0.84 ms): from the request's line read to the answer written
+  Timed inside the server (a build of a0ea877 that logs each call's times, section 1b's run, medians of 205
+  calls; the call 2.03 ms, the library claim 0.84 ms): from the request's line read to the answer written
   1.52 ms, of which the tool handler 1.07 ms, of which the claim command 0.91 ms. So the SDK's dispatch around
   the handler costs about 0.45 ms and the client's SDK with the two pipes about 0.5 ms: together more than
   the claim, before bd-claim's own 0.16 ms of argument parsing and result. Not the garbage collector: with
