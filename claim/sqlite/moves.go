@@ -136,12 +136,12 @@ func (t *tx) Take(c engine.Claim) (engine.Taken, error) {
 		}
 		return taken, err
 	}
+	lease := engine.NewLease(t.now, c.Lease)
 	if c.Ended != "" {
 		if err := t.EndClaim(c.Row, c.Agent, c.Row.Claim.Holder, c.Ended); err != nil {
 			return engine.Taken{}, err
 		}
 	}
-	lease := engine.NewLease(t.now, c.Lease)
 	var comment string
 	if lease != nil {
 		comment = lease.Comment()
