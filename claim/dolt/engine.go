@@ -417,7 +417,7 @@ func (t *tx) Take(c engine.Claim) (engine.Taken, error) {
 	}
 	taken := engine.Taken{ClaimID: lock}
 	if table.Leased() {
-		if taken.Lease, err = t.lease(r.ID, c.Agent, cmp.Or(c.Lease, doltLease)); err != nil {
+		if taken.Lease, err = t.lease(r.ID, c.Agent, cmp.Or(c.Lease, doltLease), false); err != nil {
 			return engine.Taken{}, err
 		}
 	}
@@ -441,10 +441,18 @@ func (t *tx) Take(c engine.Claim) (engine.Taken, error) {
 	return taken, nil
 }
 
-// lease grants agent a lease of issue id for d from now (bd's
-// UpsertLeaseInTx; granted_node ” as bd writes it without node_id).
-func (t *tx) lease(id, agent string, d time.Duration) (*engine.Lease, error) {
+// lease gives agent a lease of issue id for d from now. A renewal
+// extends agent's lease row in place as bd heartbeat does; a claim, or a
+// renewal that finds no row of agent's, grants one as bd's
+// UpsertLeaseInTx does (granted_node ” as bd writes it without node_id).
+func (t *tx) lease(id, agent string, d time.Duration, renew bool) (*engine.Lease, error) {
 	l := engine.NewLease(t.now, d)
+	if renew {
+		n, err := t.e.dq.LeaseHeartbeat(t.ctx, t.conn, doltdb.LeaseHeartbeatParams{LeaseExpiresAt: l.Until, HeartbeatAt: t.now, IssueID: id, Holder: agent})
+		if err != nil || n > 0 {
+			return l, err
+		}
+	}
 	return l, t.e.dq.LeaseUpsert(t.ctx, t.conn, doltdb.LeaseUpsertParams{
 		IssueID: id, Holder: agent, GrantedAt: t.now, LeaseExpiresAt: l.Until, HeartbeatAt: t.now,
 	})
@@ -1080,7 +1088,7 @@ func (t *tx) unblock(id string) error {
 	return err
 }
 
-// doltRenew extends agent's lease of issue id (claim c) as `bd heartbeat`
+// Renew extends agent's lease of issue id (claim c) as `bd heartbeat`
 // does: by d, else by the lease's own length, else bd's 5 minutes. A
 // claim without a lease row gets one (bd upserts it too). A length given
 // (d) is a lease the agent asks for: it goes into the comment of the
@@ -1093,11 +1101,7 @@ func (t *tx) Renew(id, agent string, c engine.State, d time.Duration) (*engine.L
 	if c.Wisp {
 		return nil, engine.Errorf(engine.ENotClaimable, "%s is a wisp (bd's wisps table): bd never leases a wisp, so there is no lease to renew", id)
 	}
-	l := engine.NewLease(t.now, cmp.Or(d, c.Length, doltLease))
-	n, err := t.e.dq.LeaseHeartbeat(t.ctx, t.conn, doltdb.LeaseHeartbeatParams{LeaseExpiresAt: l.Until, HeartbeatAt: t.now, IssueID: id, Holder: agent})
-	if err == nil && n == 0 {
-		_, err = t.lease(id, agent, l.Duration)
-	}
+	l, err := t.lease(id, agent, cmp.Or(d, c.Length, doltLease), true)
 	if k, ok := c.Data.(claimKey); err == nil && d > 0 && ok && k.event != "" {
 		err = t.e.dq.EventCommentSet(t.ctx, t.conn, doltdb.EventCommentSetParams{Comment: text(l.ClaimOf(k.rowLock)), ID: k.event})
 	}
