@@ -20,6 +20,7 @@ import (
 	"github.com/bdclaim/bd-claim/claim/engine"
 	"github.com/bdclaim/bd-claim/claim/workspace"
 	"github.com/bdclaim/bd-claim/db"
+	doltdb "github.com/bdclaim/bd-claim/db/dolt"
 )
 
 // openDoltAt opens a Store on workspace w, reaching its server at port
@@ -520,6 +521,57 @@ func TestDoltGuards(t *testing.T) {
 	engineOf(s).faults = nil
 	_, err = s.Claim(ctx, claim.Request{Agent: "b", ID: w.Prefix + "-nope"})
 	assert.Equal(t, claim.ErrorCode(err), claim.ENotFound, "%v", err)
+}
+
+// A takeover claims the issue as its reclaim left it without reading it
+// again (reclaimed): what reclaimed makes of the issue as read before is
+// what a read after the reclaim's writes finds, for an in_progress issue
+// with a lease row and the columns bd prints set, reclaimed at times either
+// side of a half second (the DATETIME column rounds them).
+func TestDoltReclaimedIsTheRowRead(t *testing.T) {
+	w := claimtest.NeedDolt(t).Workspace(t, "rcl")
+	conn := w.DB(t)
+	ctx := context.Background()
+	id := w.Prefix + "-a"
+	insertLabelled(t, conn, id, "l")
+	for _, q := range []string{
+		`UPDATE issues SET status = 'in_progress', assignee = 'agent-x', started_at = '2026-01-01 10:00:00',
+			estimated_minutes = 30, external_ref = 'gh-1', due_at = '2031-07-04 00:00:00', sender = 'mayor',
+			metadata = '{"k":1}', content_hash = 'h1', updated_at = '2026-01-01 10:00:00' WHERE id = '` + id + `'`,
+		`INSERT INTO leases (issue_id, holder, granted_at, lease_expires_at, heartbeat_at, granted_node)
+			VALUES ('` + id + `', 'agent-x', '2026-01-01 10:00:00', '2026-01-01 10:05:00', '2026-01-01 10:01:00', 'node-7')`,
+	} {
+		_, err := conn.ExecContext(ctx, q)
+		assert.NilError(t, err, q)
+	}
+	e := engineOf(openDoltAt(t, w, 0, claim.Options{}))
+	for _, ns := range []int{0, 499_999_999, 500_000_000, 999_999_999} {
+		now := time.Date(2026, 11, 29, 10, 0, 0, ns, time.UTC)
+		h, err := conn.BeginTx(ctx, nil)
+		assert.NilError(t, err)
+		tx := e.tx(ctx, h)
+		tx.now = now
+		r, err := tx.Read(id)
+		assert.NilError(t, err)
+		assert.Assert(t, snapshotOf(r).bd.LeaseExpiresAt != nil && snapshotOf(r).bd.StartedAt != nil)
+		r.Claim = &engine.State{IssueID: id, Holder: "agent-x"}
+		lock := newRowLock()
+		n, err := e.dq.IssueReclaimSet(ctx, h, doltdb.IssueReclaimSetParams{Now: now, NewRowLock: lock, ID: id, RowLock: snapshotOf(r).rowLock})
+		assert.NilError(t, err)
+		assert.Equal(t, n, int64(1))
+		assert.NilError(t, e.dq.LeaseDelete(ctx, h, id))
+		after, err := tx.Read(id)
+		assert.NilError(t, err)
+		reclaimed(r, lock, now)
+		assert.NilError(t, h.Rollback())
+
+		assert.Equal(t, snapshotOf(r).bd.EventJSON(), snapshotOf(after).bd.EventJSON(), "at %s", now.Format(time.RFC3339Nano))
+		assert.DeepEqual(t, r.Issue, after.Issue)
+		assert.DeepEqual(t, snapshotOf(r).issue, snapshotOf(after).issue)
+		assert.Equal(t, snapshotOf(r).rowLock, snapshotOf(after).rowLock)
+		assert.Equal(t, snapshotOf(r).table, snapshotOf(after).table)
+		assert.Assert(t, r.Claim == nil)
+	}
 }
 
 // The connection: a Unix socket and TLS when asked for, bd's options

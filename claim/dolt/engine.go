@@ -943,11 +943,12 @@ func (t *tx) Unclaim(r *engine.Row, agent string, failed bool, reason string) er
 	return err
 }
 
-// endClaim ends the expired claim of r by holder as `bd reclaim` does:
+// EndClaim ends the expired claim of r by holder as `bd reclaim` does:
 // back to open with a NULL assignee (CAS on row_lock), the lease row
 // deleted, a lease_reclaimed event (old_value the holder, new_value ”)
-// with bd-claim's note in its comment. r is read again: a takeover claims
-// the issue as it now is. Its Dolt commit is the caller's.
+// with bd-claim's note in its comment. r is then the issue as the reclaim
+// left it (reclaimed): a takeover claims the issue as it now is. Its Dolt
+// commit is the caller's.
 func (t *tx) EndClaim(r *engine.Row, actor, holder, note string) error {
 	lock := newRowLock()
 	n, err := t.e.dq.IssueReclaimSet(t.ctx, t.conn, doltdb.IssueReclaimSetParams{Now: t.now, NewRowLock: lock, ID: r.ID, RowLock: snapshotOf(r).rowLock})
@@ -964,11 +965,22 @@ func (t *tx) EndClaim(r *engine.Row, actor, holder, note string) error {
 		return err
 	}
 	t.landed, t.reclaimed, t.reclaimer = &landed{id: r.ID, rowLock: lock}, append(t.reclaimed, r.ID), actor
-	fresh, err := t.Read(r.ID)
-	if err == nil {
-		*r = *fresh
-	}
-	return err
+	reclaimed(r, lock, t.now)
+	return nil
+}
+
+// reclaimed makes r, read before a reclaim at now that gave it row_lock
+// lock, the issue as IssueSnapshot would read it after: open, with no
+// assignee, start or lease, updated at now as the DATETIME column stores
+// it. No other column changes.
+func reclaimed(r *engine.Row, lock int64, now time.Time) {
+	snap := snapshotOf(r)
+	snap.rowLock = lock
+	iss := &snap.bd
+	iss.Status, iss.Assignee, iss.StartedAt, iss.UpdatedAt = "open", "", nil, stored(now)
+	iss.LeaseExpiresAt, iss.HeartbeatAt, iss.LeaseGrantedNode = nil, nil, ""
+	r.Status, r.Assignee, r.UpdatedAt, r.Claim = iss.Status, "", iss.UpdatedAt.Format(time.RFC3339), nil
+	snap.issue = r.Issue
 }
 
 // closable refuses what bd v1.3.0's close refuses of a held issue
@@ -1108,9 +1120,12 @@ func (t *tx) Renew(id, agent string, c engine.State, d time.Duration) (*engine.L
 	return l, err
 }
 
-// doltAt is how bd prints a time Dolt stored: rounded to the second (a
-// DATETIME(0) column rounds half up), RFC 3339 in UTC.
-func doltAt(t time.Time) string { return t.UTC().Round(time.Second).Format(time.RFC3339) }
+// doltAt is how bd prints a time Dolt stored (stored), RFC 3339 in UTC.
+func doltAt(t time.Time) string { return stored(t).Format(time.RFC3339) }
+
+// stored is t as a DATETIME(0) column keeps it: rounded, half up, to the
+// second, in UTC.
+func stored(t time.Time) time.Time { return t.UTC().Round(time.Second) }
 
 // landed identifies a write by the random row_lock it gave an issue, a
 // row of table.
