@@ -458,13 +458,6 @@ func (t *tx) lease(id, agent string, d time.Duration, renew bool) (*engine.Lease
 	})
 }
 
-// event appends an event to table's events (Table.InsertEvent),
-// dated now truncated to the second as bd binds it.
-func (t *tx) event(table Table, id, eventType, actor string, oldValue, newValue, comment sql.NullString) error {
-	return table.InsertEvent(t.ctx, t.conn, Event{IssueID: id, Type: eventType, Actor: actor,
-		OldValue: oldValue, NewValue: newValue, Comment: comment, CreatedAt: t.now.UTC().Truncate(time.Second)})
-}
-
 // Update is Dolt's frame: fn runs on a writer's connection of the engine's
 // own that holds the writers' lock (doltWriter; ctx ending stops the wait
 // for it, and nothing else), in a transaction tried
@@ -645,7 +638,7 @@ func (t *tx) Label(r *engine.Row, actor, label string, add bool) error {
 	if t.commit == "" {
 		t.commit = t.e.style.label(verb, r.ID)
 	}
-	return t.event(Table{}, r.ID, event, actor, sql.NullString{}, sql.NullString{}, text(comment))
+	return Table{}.InsertEvent(t.ctx, t.conn, Event{IssueID: r.ID, Type: event, Actor: actor, Comment: text(comment), CreatedAt: t.now})
 }
 
 // Comment adds a comment on r as bd v1.3.0's `bd comments add` does
@@ -662,7 +655,7 @@ func (t *tx) Comment(r *engine.Row, author, text string) error {
 
 // ResetMark is the commented event alone (events are not versioned).
 func (t *tx) ResetMark(r *engine.Row, actor, comment string) error {
-	return t.event(Table{}, r.ID, "commented", actor, sql.NullString{}, sql.NullString{}, text(comment))
+	return Table{}.InsertEvent(t.ctx, t.conn, Event{IssueID: r.ID, Type: "commented", Actor: actor, Comment: text(comment), CreatedAt: t.now})
 }
 
 // Figures reads the counts of stats, and the lifecycle events since since.
@@ -935,7 +928,8 @@ func (t *tx) Unclaim(r *engine.Row, agent string, failed bool, reason string) er
 	}
 	if err == nil {
 		newValue := `{"assignee":"","status":"open"}` // bd marshals map[string]string, keys sorted
-		err = t.event(snap.table, r.ID, "unclaimed", agent, text(snap.eventJSON(true)), text(newValue), comment)
+		err = snap.table.InsertEvent(t.ctx, t.conn, Event{IssueID: r.ID, Type: "unclaimed", Actor: agent,
+			OldValue: text(snap.eventJSON(true)), NewValue: text(newValue), Comment: comment, CreatedAt: t.now})
 	}
 	t.commit, t.swept = t.e.style.unclaim(r.ID, agent), true
 	t.landed = &landed{id: r.ID, rowLock: lock, table: snap.table}
@@ -959,7 +953,8 @@ func (t *tx) EndClaim(r *engine.Row, actor, holder, note string) error {
 		err = t.e.dq.LeaseDelete(t.ctx, t.conn, r.ID)
 	}
 	if err == nil {
-		err = t.event(Table{}, r.ID, "lease_reclaimed", actor, text(holder), text(""), text(engine.ExpiredPrefix+note))
+		err = Table{}.InsertEvent(t.ctx, t.conn, Event{IssueID: r.ID, Type: "lease_reclaimed", Actor: actor,
+			OldValue: text(holder), NewValue: text(""), Comment: text(engine.ExpiredPrefix + note), CreatedAt: t.now})
 	}
 	if err != nil {
 		return err
@@ -1030,7 +1025,7 @@ func (t *tx) Close(r *engine.Row, actor, reason string) error {
 		err = t.e.dq.LeaseDelete(t.ctx, t.conn, r.ID)
 	}
 	if err == nil {
-		err = t.event(Table{}, r.ID, "closed", actor, text(""), text(reason), sql.NullString{})
+		err = Table{}.InsertEvent(t.ctx, t.conn, Event{IssueID: r.ID, Type: "closed", Actor: actor, OldValue: text(""), NewValue: text(reason), CreatedAt: t.now})
 	}
 	if err == nil {
 		err = t.unblock(r.ID)

@@ -190,7 +190,7 @@ func ClaimedNewValue(actor string) string {
 type Event struct {
 	IssueID, Type, Actor        string
 	OldValue, NewValue, Comment sql.NullString
-	CreatedAt                   time.Time // whole seconds: bind this, not a finer time
+	CreatedAt                   time.Time // InsertEvent binds it truncated to the second, as bd does
 }
 
 // ClaimedEvent is the event bd records for a claim of an issue by actor at
@@ -375,9 +375,11 @@ func (tb Table) UnclaimSet(ctx context.Context, h doltdb.DBTX, p doltdb.IssueUnc
 }
 
 // InsertEvent appends e with bd's content-derived id (NewEventID) to the
-// table's events; wisp_events stores ” for a NULL value or comment, as
-// bd's InsertDerivedEventReturningID writes it.
+// table's events, dated e.CreatedAt truncated to the second as bd binds
+// it; wisp_events stores ” for a NULL value or comment, as bd's
+// InsertDerivedEventReturningID writes it.
 func (tb Table) InsertEvent(ctx context.Context, h doltdb.DBTX, e Event) error {
+	e.CreatedAt = e.CreatedAt.UTC().Truncate(time.Second)
 	if tb.Wisp {
 		for _, v := range []*sql.NullString{&e.OldValue, &e.NewValue, &e.Comment} {
 			v.Valid = true
