@@ -487,7 +487,7 @@ func (e *Engine) Update(ctx context.Context, _ engine.Ahead, fn func(engine.Tx) 
 		if err == nil && w.inTx {
 			// It commits the transaction too: both land, or neither.
 			if err = t.doltCommit(ctx, t.conn, true); err != nil {
-				err = fmt.Errorf("commit: %w", err) // a lost answer is looked up as a COMMIT's
+				err = fmt.Errorf("%w: %w", engine.ErrCommit, err) // a lost answer is looked up as a COMMIT's
 			}
 		}
 		return err
@@ -1133,7 +1133,7 @@ type landed struct {
 // lostCommit is a COMMIT whose connection broke: the transaction may or
 // may not have committed (bd never replays such a commit either).
 func lostCommit(err error) bool {
-	return strings.HasPrefix(err.Error(), "commit: ") &&
+	return errors.Is(err, engine.ErrCommit) &&
 		(errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) || errors.As(err, new(*net.OpError)))
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -44,9 +45,14 @@ func WithTx(ctx context.Context, conn Beginner, r Retry, retryable func(error) b
 	}
 }
 
+// ErrCommit is in the chain of a COMMIT's error (WithTx's, or an engine's
+// own commit of its transaction), whose message starts "commit: ": where
+// the connection broke, the transaction may or may not have landed.
+var ErrCommit = errors.New("commit")
+
 // tx is one try: begin, fn, commit. Begin and commit errors say which they
-// were (the driver's error stays wrapped); an error from fn, or a panic,
-// rolls back.
+// were (the driver's error stays wrapped; a commit's is an ErrCommit); an
+// error from fn, or a panic, rolls back.
 func tx(ctx context.Context, conn Beginner, fn func(*sql.Tx) error) (err error) {
 	t, err := conn.BeginTx(ctx, nil)
 	if err != nil {
@@ -63,7 +69,7 @@ func tx(ctx context.Context, conn Beginner, fn func(*sql.Tx) error) (err error) 
 		return err
 	}
 	if err := t.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("%w: %w", ErrCommit, err)
 	}
 	return nil
 }

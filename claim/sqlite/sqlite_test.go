@@ -192,8 +192,9 @@ func TestTxPanicRollsBack(t *testing.T) {
 	}), "another connection can write: the lock was released")
 }
 
-// A COMMIT that fails is an error that says so, and nothing lands: here a
-// deferred foreign key that is still violated at commit time.
+// A COMMIT that fails is an error that says so (engine.ErrCommit, which
+// the Dolt engine looks for when a COMMIT's answer is lost), and nothing
+// lands: here a deferred foreign key that is still violated at commit time.
 func TestTxCommitFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -207,6 +208,7 @@ func TestTxCommitFails(t *testing.T) {
 		return err
 	})
 	assert.ErrorContains(t, err, "commit: ")
+	assert.ErrorIs(t, err, engine.ErrCommit)
 	assert.ErrorContains(t, err, "FOREIGN KEY constraint failed")
 	assert.Equal(t, claimtest.Count(t, conn, "SELECT count(*) FROM child"), 0)
 }
