@@ -1,6 +1,7 @@
 // Command testsum runs go test -json with the given arguments and prints what
 // a plain go test prints (each package's closing line, and the output of each
-// failing test), then one closing line that counts the tests:
+// failing test), and what each skipped test said (so that a skip is seen,
+// and why), then one closing line that counts the tests:
 //
 //	tests: 412 passed, 0 failed, 3 skipped
 //
@@ -104,7 +105,8 @@ func run(args []string, tally string, out io.Writer) int {
 
 // relay prints what a plain go test prints and counts the tests: of a
 // package that passes, its closing line; of one that fails, all it printed
-// outside its tests; of a test, what it printed, if it fails.
+// outside its tests; of a test, what it printed, if it fails; and of a
+// skipped test, its reason and its "--- SKIP" line.
 func relay(r io.Reader, out io.Writer) (counts, error) {
 	var c counts
 	held := map[string][]string{} // a running test's or package's output, printed if it fails
@@ -141,6 +143,11 @@ func relay(r io.Reader, out io.Writer) (counts, error) {
 				c.passed++
 			default:
 				c.skipped++
+				for _, l := range held[key] {
+					if !strings.HasPrefix(strings.TrimSpace(l), "=== ") {
+						fmt.Fprint(out, l)
+					}
+				}
 			}
 			delete(held, key)
 		}

@@ -7,8 +7,8 @@ import (
 	"gotest.tools/v3/assert"
 )
 
-// A stream as go test -json writes it: a passing, a skipped and a failing
-// subtest under a failing test, a build error, and the lines of a failing,
+// A stream as go test -json writes it: a passing, a skipped (with its
+// reason) and a failing subtest under a failing test, a build error, and the lines of a failing,
 // a passing and a test-less package.
 const stream = `{"Action":"build-output","ImportPath":"m/broken","Output":"# m/broken\n"}
 {"Action":"run","Package":"m/a","Test":"TestA"}
@@ -16,6 +16,10 @@ const stream = `{"Action":"build-output","ImportPath":"m/broken","Output":"# m/b
 {"Action":"run","Package":"m/a","Test":"TestA/ok"}
 {"Action":"output","Package":"m/a","Test":"TestA/ok","Output":"quiet when passing\n"}
 {"Action":"pass","Package":"m/a","Test":"TestA/ok"}
+{"Action":"run","Package":"m/a","Test":"TestA/skipped"}
+{"Action":"output","Package":"m/a","Test":"TestA/skipped","Output":"=== RUN   TestA/skipped\n"}
+{"Action":"output","Package":"m/a","Test":"TestA/skipped","Output":"    a_test.go:5: needs dolt\n"}
+{"Action":"output","Package":"m/a","Test":"TestA/skipped","Output":"    --- SKIP: TestA/skipped (0.00s)\n"}
 {"Action":"skip","Package":"m/a","Test":"TestA/skipped"}
 {"Action":"output","Package":"m/a","Test":"TestA/bad","Output":"    a_test.go:9: want 1, got 2\n"}
 {"Action":"fail","Package":"m/a","Test":"TestA/bad"}
@@ -41,6 +45,7 @@ func TestRelay(t *testing.T) {
 	assert.Equal(t, c, counts{passed: 1, failed: 2, skipped: 1})
 	assert.Equal(t, c.String(), "tests: 1 passed, 2 failed, 1 skipped")
 	assert.Equal(t, out.String(), "# m/broken\n"+
+		"    a_test.go:5: needs dolt\n    --- SKIP: TestA/skipped (0.00s)\n"+
 		"    a_test.go:9: want 1, got 2\n"+
 		"=== RUN   TestA\n--- FAIL: TestA (0.00s)\n"+
 		"FAIL\nFAIL\tm/a\t0.01s\n"+
