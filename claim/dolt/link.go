@@ -226,7 +226,7 @@ func (l *serverLink) close() error { return l.pool.Close() }
 type embeddedLink struct {
 	dir, database string
 	gates         Gates
-	wait          time.Duration
+	wait          turnWait       // with no signal of moves: until its limit or stall from the start
 	queue         *writers.Queue // opened by the first operation (a Store that is never used makes no lock file)
 	queueOn       sync.Once
 	check         func(context.Context, *sql.Conn) error
@@ -234,10 +234,7 @@ type embeddedLink struct {
 }
 
 func newEmbeddedLink(e *engine.EmbeddedDolt, beadsDir string, busy time.Duration) *embeddedLink {
-	if busy == 0 {
-		busy = DefaultWait
-	}
-	return &embeddedLink{dir: e.Dir, database: e.Database, gates: GatesFor(beadsDir, e.Dir), wait: busy}
+	return &embeddedLink{dir: e.Dir, database: e.Database, gates: GatesFor(beadsDir, e.Dir), wait: waitFor(busy)}
 }
 
 func (l *embeddedLink) commits() doltStyle { return embeddedStyle }
@@ -250,9 +247,10 @@ func (l *embeddedLink) prepare(_ context.Context, check func(context.Context, *s
 // open takes its turn in the queue and opens the engine, both within the
 // busy timeout, and runs the open check in the first session.
 func (l *embeddedLink) open(ctx context.Context) (*sql.Conn, func(), error) {
-	deadline := time.Now().Add(l.wait)
+	began := time.Now()
+	deadline := l.wait.until(began, began)
 	l.queueOn.Do(func() { l.queue = writers.Open(writers.Dir(), l.dir) })
-	leave, _ := l.queue.Enter(l.wait) // a missed turn goes on without it
+	leave, _ := l.queue.Enter(time.Until(deadline)) // a missed turn goes on without it
 	conn, end, err := OpenEmbeddedConn(ctx, l.dir, l.database, time.Until(deadline), l.gates)
 	if err == nil && !l.checked.Load() {
 		if err = l.check(ctx, conn); err != nil {
