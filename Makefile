@@ -37,9 +37,9 @@ build: ## build ./bd-claim
 embedded: ## build .bin/bd-claim-embedded: every engine, bd v1.3's embedded Dolt included (cgo, gcc)
 	CGO_ENABLED=1 $(GO) build -tags $(EMBEDDED_TAGS) -o .bin/bd-claim-embedded .
 
-embedded-test: dolt ## the embedded build's tests: the conformance suite's dolt-embedded setup and the embedded engine's own (coverage into .cover/data when it exists)
+embedded-test: dolt ## the embedded build's tests: the dolt-embedded setups of the conformance suite and the filter parity, and the embedded engine's own (coverage into .cover/data when it exists)
 	mkdir -p $(COVER)/data
-	CGO_ENABLED=1 $(TESTSUM) -tally $(COVER)/tally -- -count=1 -timeout 30m -tags $(EMBEDDED_TAGS) -covermode=atomic -coverpkg=$(COVERPKG_EMBEDDED) -run 'TestConformance/dolt-embedded|TestEmbedded' ./claim/dolt ./cli -args -test.gocoverdir=$(COVER)/data
+	CGO_ENABLED=1 $(TESTSUM) -tally $(COVER)/tally -- -count=1 -timeout 30m -tags $(EMBEDDED_TAGS) -covermode=atomic -coverpkg=$(COVERPKG_EMBEDDED) -run 'TestConformance/dolt-embedded|TestFilterParityEngines/dolt-embedded|TestEmbedded' ./claim/dolt ./cli -args -test.gocoverdir=$(COVER)/data
 
 bd: ## build the real bd (every tools/bd-v*) that the interop tests drive
 	@for v in $(BD_VERSIONS); do scripts/build-bd.sh $$v >/dev/null || exit 1; done
