@@ -15,6 +15,8 @@ import (
 	"unicode"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bdclaim/bd-claim/claim/engine"
 )
 
 // Settings are the values that may come from flags, the environment
@@ -220,11 +222,9 @@ func (s *Settings) loadConfig(path string) error {
 		}
 	}
 	// bd reads directory.labels as a map of strings, nested or written
-	// directory.labels; anything else is no labels to bd, and so here.
-	labels, _ := doc["directory.labels"].(map[string]any)
-	if dir, ok := doc["directory"].(map[string]any); ok && labels == nil {
-		labels, _ = dir["labels"].(map[string]any)
-	}
+	// directory.labels (engine.Lookup); anything else is no labels to bd,
+	// and so here.
+	labels, _ := engine.Lookup(doc, "directory.labels").(map[string]any)
 	if len(labels) > 0 {
 		s.DirectoryLabels = make(map[string]string, len(labels))
 	}

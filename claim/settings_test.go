@@ -89,6 +89,9 @@ func TestDirectoryLabel(t *testing.T) {
 		},
 		"directory: 3\n":              {"/r/x": ""},
 		"directory:\n  labels: [a]\n": {"/r/a": ""},
+		// Written whole, the key is the value, as viper finds it, even
+		// beside a nested mapping.
+		"directory.labels: web\ndirectory:\n  labels:\n    web: w\n": {"/r/web": ""},
 	} {
 		s, err := claim.LoadSettings(writeConfig(t, yaml), func(string) string { return "" })
 		assert.NilError(t, err, yaml)

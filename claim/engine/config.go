@@ -23,6 +23,14 @@ func ConfigValue(beadsDir, key string) any {
 	data, _ := os.ReadFile(filepath.Join(beadsDir, "config.yaml"))
 	var doc map[string]any
 	_ = yaml.Unmarshal(data, &doc)
+	return Lookup(doc, key)
+}
+
+// Lookup is key ("outer.inner") in doc, a configuration file's YAML, as
+// bd's viper finds it: written whole, else nested; a key written whole is
+// the value even when it is not what the reader wants (viper takes the
+// longest prefix found and looks no further). nil when doc has neither.
+func Lookup(doc map[string]any, key string) any {
 	if v, ok := doc[key]; ok {
 		return v
 	}
